@@ -1,0 +1,1 @@
+//! Photon crate `photon-backend-fluvio` (in progress).

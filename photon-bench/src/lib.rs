@@ -1,0 +1,1 @@
+//! Photon crate `photon-bench` (in progress).

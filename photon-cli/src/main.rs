@@ -1,0 +1,2 @@
+//! The `photon` command.
+fn main() {}

@@ -1,0 +1,52 @@
+//! What a storage port can do, read by the runtime and the conformance suite.
+
+/// How far back a port can replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplayWindow {
+    /// Everything ever appended (until `truncate_before`).
+    #[default]
+    Full,
+    /// What the broker's retention still holds.
+    Retention,
+    /// Only events appended after the subscription started.
+    TailOnly,
+}
+
+/// Capabilities of a storage port. Build with `StorageCapabilities { .., ..Default::default() }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageCapabilities {
+    /// `get_record` finds an event by id.
+    pub get_event: bool,
+    /// `list_by_topic` and `list_recent` work.
+    pub list: bool,
+    /// `truncate_before` works.
+    pub truncate: bool,
+    /// `subscribe_group` works (competing consumers).
+    pub consumer_groups: bool,
+    /// `head_seq` works (used for lag).
+    pub head_seq: bool,
+    /// Replay reach.
+    pub replay: ReplayWindow,
+    /// Events survive a process restart.
+    pub durable: bool,
+    /// Largest accepted body (encoded actor and payload), in bytes.
+    pub max_payload_bytes: usize,
+}
+
+/// 1 MiB: the default body limit.
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
+
+impl Default for StorageCapabilities {
+    fn default() -> Self {
+        Self {
+            get_event: false,
+            list: false,
+            truncate: false,
+            consumer_groups: false,
+            head_seq: false,
+            replay: ReplayWindow::Full,
+            durable: false,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+        }
+    }
+}

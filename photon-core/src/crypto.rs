@@ -1,0 +1,331 @@
+//! Transport keys and the sealed envelope (XChaCha20-Poly1305).
+//!
+//! Actor and payload are sealed together; the envelope id, topic and key are associated
+//! data, so a ciphertext moved to another event, topic or key fails to open.
+
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use rand::RngCore;
+use serde_json::Value;
+
+use crate::error::{CryptoFailure, PhotonError, Result};
+use crate::event::{Body, Record, SealedBody};
+
+/// Environment variable with several keys: `id:base64key,id:base64key`, newest last.
+pub const TRANSPORT_KEYS_ENV: &str = "PHOTON_TRANSPORT_KEYS";
+
+/// Environment variable with one key: `base64key` (id `default`) or `id:base64key`.
+pub const TRANSPORT_KEY_ENV: &str = "PHOTON_TRANSPORT_KEY";
+
+const KEY_LEN: usize = 32;
+const AAD_VERSION: &[u8] = b"photon.envelope.v1";
+
+/// One named 256-bit key.
+#[derive(Clone)]
+struct TransportKey {
+    id: String,
+    cipher: XChaCha20Poly1305,
+}
+
+/// The transport key ring: the newest key seals, any known key opens.
+///
+/// `Debug` prints key ids only, never key material.
+#[derive(Clone, Default)]
+pub struct TransportCrypto {
+    keys: Arc<Vec<TransportKey>>,
+}
+
+impl std::fmt::Debug for TransportCrypto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(|k| k.id.as_str()).collect();
+        f.debug_struct("TransportCrypto").field("key_ids", &ids).finish()
+    }
+}
+
+impl TransportCrypto {
+    /// No key: bodies are stored in plaintext.
+    pub fn plaintext() -> Self {
+        Self::default()
+    }
+
+    /// Adds a key; the last added key seals new events.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] when the key is not 32 bytes or the id is empty or taken.
+    ///
+    /// ```
+    /// use photon_core::TransportCrypto;
+    /// let crypto = TransportCrypto::plaintext().with_key("2026-11", [7u8; 32]).unwrap();
+    /// assert_eq!(crypto.sealing_key_id(), Some("2026-11"));
+    /// ```
+    pub fn with_key(self, id: impl Into<String>, key: impl AsRef<[u8]>) -> Result<Self> {
+        let id = id.into();
+        let key = key.as_ref();
+        if id.is_empty() || id.contains([',', ':']) {
+            return Err(PhotonError::config("transport key id", id, "a non-empty id without ',' or ':'"));
+        }
+        if key.len() != KEY_LEN {
+            return Err(PhotonError::config(
+                format!("transport key {id}"),
+                format!("<{} bytes>", key.len()),
+                "exactly 32 bytes",
+            ));
+        }
+        if self.keys.iter().any(|k| k.id == id) {
+            return Err(PhotonError::config("transport key id", id, "ids unique in the key ring"));
+        }
+        let cipher = XChaCha20Poly1305::new_from_slice(key)
+            .map_err(|_| PhotonError::config("transport key", "<redacted>", "exactly 32 bytes"))?;
+        let mut keys = self.keys.as_ref().clone();
+        keys.push(TransportKey { id, cipher });
+        Ok(Self { keys: Arc::new(keys) })
+    }
+
+    /// Reads [`TRANSPORT_KEYS_ENV`], else [`TRANSPORT_KEY_ENV`]; plaintext when neither is set.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming the variable when a value is malformed.
+    pub fn from_env() -> Result<Self> {
+        if let Ok(value) = std::env::var(TRANSPORT_KEYS_ENV) {
+            return Self::parse_key_list(TRANSPORT_KEYS_ENV, &value);
+        }
+        if let Ok(value) = std::env::var(TRANSPORT_KEY_ENV) {
+            return Self::parse_key_list(TRANSPORT_KEY_ENV, &value);
+        }
+        Ok(Self::plaintext())
+    }
+
+    /// Parses `id:base64,id:base64` (newest last); a lone `base64` gets the id `default`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming `variable`.
+    pub fn parse_key_list(variable: &str, value: &str) -> Result<Self> {
+        let expected = "comma-separated id:base64 entries, each key 32 bytes";
+        let mut crypto = Self::plaintext();
+        for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (id, encoded) = entry.split_once(':').unwrap_or(("default", entry));
+            let key = BASE64
+                .decode(encoded.trim())
+                .map_err(|_| PhotonError::config(variable, "<redacted>", expected))?;
+            crypto = crypto
+                .with_key(id.trim(), &key)
+                .map_err(|_| PhotonError::config(variable, "<redacted>", expected))?;
+        }
+        if crypto.keys.is_empty() {
+            return Err(PhotonError::config(variable, value, expected));
+        }
+        Ok(crypto)
+    }
+
+    /// Whether a key is configured (bodies are sealed).
+    pub fn is_sealing(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// Id of the key that seals new events.
+    pub fn sealing_key_id(&self) -> Option<&str> {
+        self.keys.last().map(|k| k.id.as_str())
+    }
+
+    /// Builds the body of a new record: sealed with the newest key, or plaintext when no
+    /// key is configured.
+    ///
+    /// # Errors
+    /// [`PhotonError::Codec`] if the values cannot be encoded.
+    pub fn seal(
+        &self,
+        envelope_id: &str,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+    ) -> Result<Body> {
+        let Some(sealing) = self.keys.last() else {
+            return Ok(Body::Plain { actor, payload });
+        };
+        let plaintext = serde_json::to_vec(&serde_json::json!({ "actor": actor, "payload": payload }))
+            .map_err(|e| PhotonError::codec("event body", e))?;
+        let mut nonce = [0u8; 24];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        let aad = associated_data(&sealing.id, envelope_id, topic, key);
+        let ciphertext = sealing
+            .cipher
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plaintext, aad: &aad })
+            .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
+        Ok(Body::Sealed(SealedBody {
+            key_id: sealing.id.clone(),
+            nonce: BASE64.encode(nonce),
+            ciphertext: BASE64.encode(ciphertext),
+        }))
+    }
+
+    /// Opens a record's body into `(actor, payload)`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Crypto`] naming the event: unknown key id, tampered or moved
+    /// ciphertext, a plaintext record while a key is configured, or a sealed record
+    /// without any key.
+    pub fn open(&self, record: &Record) -> Result<(Value, Value)> {
+        let fail = |reason| PhotonError::Crypto {
+            event_id: record.event_id.clone(),
+            topic: record.topic_name.clone(),
+            reason,
+        };
+        match &record.body {
+            Body::Plain { .. } if self.is_sealing() => Err(fail(CryptoFailure::UnsealedRecord)),
+            Body::Plain { actor, payload } => Ok((actor.clone(), payload.clone())),
+            Body::Sealed(_) if !self.is_sealing() => Err(fail(CryptoFailure::NoKeyConfigured)),
+            Body::Sealed(sealed) => self.open_sealed(record, sealed).map_err(fail),
+        }
+    }
+
+    fn open_sealed(
+        &self,
+        record: &Record,
+        sealed: &SealedBody,
+    ) -> std::result::Result<(Value, Value), CryptoFailure> {
+        let key = self
+            .keys
+            .iter()
+            .find(|k| k.id == sealed.key_id)
+            .ok_or_else(|| CryptoFailure::UnknownKey(sealed.key_id.clone()))?;
+        let nonce = BASE64
+            .decode(&sealed.nonce)
+            .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
+        if nonce.len() != 24 {
+            return Err(CryptoFailure::Malformed(format!("nonce of {} bytes", nonce.len())));
+        }
+        let ciphertext = BASE64
+            .decode(&sealed.ciphertext)
+            .map_err(|e| CryptoFailure::Malformed(format!("ciphertext: {e}")))?;
+        let aad = associated_data(
+            &key.id,
+            &record.envelope_id,
+            &record.topic_name,
+            record.topic_key.as_deref(),
+        );
+        let plaintext = key
+            .cipher
+            .decrypt(XNonce::from_slice(&nonce), Payload { msg: &ciphertext, aad: &aad })
+            .map_err(|_| CryptoFailure::Tampered)?;
+        let mut opened: serde_json::Map<String, Value> = serde_json::from_slice(&plaintext)
+            .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))?;
+        let actor = opened.remove("actor").unwrap_or(Value::Null);
+        let payload = opened.remove("payload").unwrap_or(Value::Null);
+        Ok((actor, payload))
+    }
+}
+
+/// Associated data binding a ciphertext to its key id, envelope, topic and key. Each part
+/// is length-prefixed so that no two different tuples encode alike.
+fn associated_data(key_id: &str, envelope_id: &str, topic: &str, key: Option<&str>) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(64 + envelope_id.len() + topic.len());
+    aad.extend_from_slice(AAD_VERSION);
+    for part in [Some(key_id), Some(envelope_id), Some(topic), key] {
+        match part {
+            Some(text) => {
+                aad.push(1);
+                aad.extend_from_slice(&(text.len() as u64).to_be_bytes());
+                aad.extend_from_slice(text.as_bytes());
+            }
+            None => aad.push(0),
+        }
+    }
+    aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::RecordDraft;
+    use chrono::Utc;
+    use serde_json::json;
+
+    fn record(crypto: &TransportCrypto, envelope: &str, topic: &str, key: Option<&str>) -> Record {
+        let body = crypto.seal(envelope, topic, key, json!({"u": 1}), json!({"secret": "s3"})).unwrap();
+        let draft = RecordDraft {
+            envelope_id: envelope.into(),
+            topic_name: topic.into(),
+            topic_key: key.map(str::to_owned),
+            created_at: Utc::now(),
+            body,
+        };
+        Record::from_draft(draft, envelope.into(), 1)
+    }
+
+    fn reason(err: PhotonError) -> CryptoFailure {
+        match err {
+            PhotonError::Crypto { reason, .. } => reason,
+            other => panic!("expected crypto error, got {other}"),
+        }
+    }
+
+    #[test]
+    fn seal_then_open() {
+        let crypto = TransportCrypto::plaintext().with_key("k1", [1u8; 32]).unwrap();
+        let sealed = record(&crypto, "e1", "t", Some("k"));
+        let text = serde_json::to_string(&sealed).unwrap();
+        assert!(!text.contains("s3"), "plaintext leaked: {text}");
+        assert_eq!(crypto.open(&sealed).unwrap(), (json!({"u": 1}), json!({"secret": "s3"})));
+    }
+
+    #[test]
+    fn moved_or_tampered_records_are_refused() {
+        let crypto = TransportCrypto::plaintext().with_key("k1", [1u8; 32]).unwrap();
+        let original = record(&crypto, "e1", "t", Some("k"));
+        let mut moved_topic = original.clone();
+        moved_topic.topic_name = "u".into();
+        assert_eq!(reason(crypto.open(&moved_topic).unwrap_err()), CryptoFailure::Tampered);
+        let mut moved_event = original.clone();
+        moved_event.envelope_id = "e2".into();
+        assert_eq!(reason(crypto.open(&moved_event).unwrap_err()), CryptoFailure::Tampered);
+        let mut moved_key = original.clone();
+        moved_key.topic_key = None;
+        assert_eq!(reason(crypto.open(&moved_key).unwrap_err()), CryptoFailure::Tampered);
+        let mut flipped = original;
+        if let Body::Sealed(s) = &mut flipped.body {
+            let mut bytes = BASE64.decode(&s.ciphertext).unwrap();
+            bytes[0] ^= 1;
+            s.ciphertext = BASE64.encode(bytes);
+        }
+        assert_eq!(reason(crypto.open(&flipped).unwrap_err()), CryptoFailure::Tampered);
+    }
+
+    #[test]
+    fn rotation_and_wrong_keys() {
+        let old = TransportCrypto::plaintext().with_key("old", [1u8; 32]).unwrap();
+        let rotated = old.clone().with_key("new", [2u8; 32]).unwrap();
+        let before = record(&old, "e1", "t", None);
+        let after = record(&rotated, "e2", "t", None);
+        assert!(rotated.open(&before).is_ok());
+        assert!(matches!(&after.body, Body::Sealed(s) if s.key_id == "new"));
+        assert_eq!(
+            reason(old.open(&after).unwrap_err()),
+            CryptoFailure::UnknownKey("new".into())
+        );
+        let impostor = TransportCrypto::plaintext().with_key("old", [9u8; 32]).unwrap();
+        assert_eq!(reason(impostor.open(&before).unwrap_err()), CryptoFailure::Tampered);
+        let plain = record(&TransportCrypto::plaintext(), "e3", "t", None);
+        assert_eq!(reason(rotated.open(&plain).unwrap_err()), CryptoFailure::UnsealedRecord);
+        assert_eq!(
+            reason(TransportCrypto::plaintext().open(&before).unwrap_err()),
+            CryptoFailure::NoKeyConfigured
+        );
+    }
+
+    #[test]
+    fn key_list_parsing_names_the_variable() {
+        let k = BASE64.encode([3u8; 32]);
+        let crypto = TransportCrypto::parse_key_list("V", &format!("a:{k}, b:{k}")).unwrap();
+        assert_eq!(crypto.sealing_key_id(), Some("b"));
+        let single = TransportCrypto::parse_key_list("V", &k).unwrap();
+        assert_eq!(single.sealing_key_id(), Some("default"));
+        let err = TransportCrypto::parse_key_list("PHOTON_TRANSPORT_KEY", "short").unwrap_err();
+        assert!(err.to_string().contains("PHOTON_TRANSPORT_KEY"), "{err}");
+        assert!(!format!("{crypto:?}").contains(&k));
+    }
+}

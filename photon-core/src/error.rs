@@ -1,0 +1,245 @@
+//! The one error type every Photon call returns.
+
+use std::error::Error as StdError;
+
+/// Boxed error kept as the `source` of a [`PhotonError`].
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Result alias used across Photon.
+pub type Result<T, E = PhotonError> = std::result::Result<T, E>;
+
+/// Why an event could not be opened (decrypted and authenticated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CryptoFailure {
+    /// The record was sealed with a key id this process does not know.
+    UnknownKey(String),
+    /// The ciphertext, its associated data (envelope id, topic, key) or the nonce was altered,
+    /// or the record was moved to another event or topic.
+    Tampered,
+    /// A transport key is configured but the record is in plaintext.
+    UnsealedRecord,
+    /// The record is sealed but this process has no transport key.
+    NoKeyConfigured,
+    /// The sealed body is not valid base64 or its plaintext is not valid JSON.
+    Malformed(String),
+}
+
+impl std::fmt::Display for CryptoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnknownKey(id) => write!(f, "sealed with unknown key id {id:?}"),
+            Self::Tampered => f.write_str("authentication failed (tampered or moved record)"),
+            Self::UnsealedRecord => {
+                f.write_str("plaintext record refused because a transport key is configured")
+            }
+            Self::NoKeyConfigured => f.write_str("record is sealed but no transport key is configured"),
+            Self::Malformed(why) => write!(f, "malformed sealed body: {why}"),
+        }
+    }
+}
+
+/// Every error Photon returns.
+///
+/// Variants say what went wrong for the caller; the adapter's own error, when there is one,
+/// is kept as [`std::error::Error::source`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PhotonError {
+    /// A topic name broke the naming rules (`[a-z0-9._-]`, bounded length).
+    #[error("invalid topic name {topic:?}: {reason}")]
+    InvalidTopic {
+        /// The refused name.
+        topic: String,
+        /// Which rule it broke.
+        reason: String,
+    },
+    /// A topic key (partition key) was refused.
+    #[error("invalid topic key for topic {topic:?}: {reason}")]
+    InvalidKey {
+        /// Topic of the publish or subscription.
+        topic: String,
+        /// Which rule the key broke.
+        reason: String,
+    },
+    /// The encoded actor and payload are larger than the port accepts.
+    #[error("event for topic {topic:?} is {size} bytes, over the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// Topic of the publish.
+        topic: String,
+        /// Encoded size in bytes.
+        size: usize,
+        /// The port's limit in bytes.
+        limit: usize,
+    },
+    /// Any other argument the caller passed was refused.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A configuration value (builder field or environment variable) was refused.
+    #[error("invalid configuration {variable}={value:?}: expected {expected}")]
+    Config {
+        /// The environment variable or builder field.
+        variable: String,
+        /// The refused value (never a secret).
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Something the caller named does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The storage port does not offer this operation (see `StorageCapabilities`).
+    #[error("{operation} is not supported by the {backend} storage port")]
+    Unsupported {
+        /// Port label, e.g. `"mem"`.
+        backend: &'static str,
+        /// The refused operation.
+        operation: &'static str,
+    },
+    /// The backend is unreachable or overloaded; retrying may succeed.
+    #[error("{backend} is unavailable: {message}")]
+    Unavailable {
+        /// Port label.
+        backend: &'static str,
+        /// What failed.
+        message: String,
+        /// The adapter's error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// An event could not be opened. The stream that returned it continues.
+    #[error("cannot open event {event_id} on topic {topic:?}: {reason}")]
+    Crypto {
+        /// Id of the refused event.
+        event_id: String,
+        /// Its topic.
+        topic: String,
+        /// Why.
+        reason: CryptoFailure,
+    },
+    /// The backend refused or failed an operation in a way retrying will not fix.
+    #[error("{backend} storage error: {message}")]
+    Storage {
+        /// Port label.
+        backend: &'static str,
+        /// What failed.
+        message: String,
+        /// The adapter's error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A stored record or a value could not be encoded or decoded.
+    #[error("cannot encode or decode {context}: {source}")]
+    Codec {
+        /// What was being encoded or decoded.
+        context: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A user handler failed.
+    #[error("handler failed: {message}")]
+    Handler {
+        /// The handler's error text.
+        message: String,
+        /// Whether the executor should retry the event.
+        retryable: bool,
+    },
+    /// The object was shut down or dropped.
+    #[error("{0} is closed")]
+    Closed(String),
+}
+
+impl PhotonError {
+    /// Whether retrying the same call may succeed (the executor retries these).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Handler { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+
+    /// A storage error with the adapter's error as source.
+    pub fn storage(
+        backend: &'static str,
+        message: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Storage {
+            backend,
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A retryable unavailability with the adapter's error as source.
+    pub fn unavailable(
+        backend: &'static str,
+        message: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Unavailable {
+            backend,
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A configuration error naming the variable, the refused value and what is accepted.
+    pub fn config(
+        variable: impl Into<String>,
+        value: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Self::Config {
+            variable: variable.into(),
+            value: value.into(),
+            expected: expected.into(),
+        }
+    }
+
+    /// A codec error with context.
+    pub fn codec(context: impl Into<String>, source: serde_json::Error) -> Self {
+        Self::Codec {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A retryable handler error.
+    pub fn handler(message: impl Into<String>) -> Self {
+        Self::Handler {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+
+    /// A handler error that must not be retried (goes straight to the dead-letter topic).
+    pub fn handler_permanent(message: impl Into<String>) -> Self {
+        Self::Handler {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retryable_variants() {
+        assert!(PhotonError::Unavailable { backend: "mem", message: "x".into(), source: None }
+            .is_retryable());
+        assert!(PhotonError::handler("boom").is_retryable());
+        assert!(!PhotonError::handler_permanent("boom").is_retryable());
+        assert!(!PhotonError::NotFound("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn config_error_names_variable() {
+        let err = PhotonError::config("PHOTON_X", "abc", "an integer");
+        assert_eq!(err.to_string(), "invalid configuration PHOTON_X=\"abc\": expected an integer");
+    }
+}

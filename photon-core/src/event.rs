@@ -1,0 +1,166 @@
+//! Events as users see them and records as storage ports keep them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// An event delivered to a subscriber: opened, with actor and payload in clear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Stable id, unique per store, assigned by the storage port.
+    pub event_id: String,
+    /// Topic the event was published to.
+    pub topic_name: String,
+    /// Partition key; events of one key keep their publish order.
+    pub topic_key: Option<String>,
+    /// Position in its partition: strictly increasing in publish order (gaps allowed).
+    pub seq: i64,
+    /// Who caused the event.
+    pub actor: Value,
+    /// What happened.
+    pub payload: Value,
+    /// When it was published (publisher's clock, UTC).
+    pub created_at: DateTime<Utc>,
+    /// Fields written by other versions of Photon; kept through every round trip.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Actor and payload of a record, in clear or sealed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "form", rename_all = "snake_case")]
+pub enum Body {
+    /// Stored in clear: only when no transport key is configured.
+    Plain {
+        /// The actor JSON.
+        actor: Value,
+        /// The payload JSON.
+        payload: Value,
+    },
+    /// Sealed with an AEAD; see [`crate::TransportCrypto`].
+    Sealed(SealedBody),
+}
+
+/// An AEAD-sealed actor and payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedBody {
+    /// Id of the key that sealed it.
+    pub key_id: String,
+    /// Base64 nonce.
+    pub nonce: String,
+    /// Base64 ciphertext of `{"actor":..,"payload":..}` with its tag.
+    pub ciphertext: String,
+}
+
+/// What the runtime hands a storage port to append.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordDraft {
+    /// Unique id of this publish, made before the append. Bound into the seal, used by
+    /// brokers to deduplicate a retried publish, and the event id where the port has no
+    /// better one.
+    pub envelope_id: String,
+    /// Validated topic name.
+    pub topic_name: String,
+    /// Validated partition key.
+    pub topic_key: Option<String>,
+    /// Publisher's clock.
+    pub created_at: DateTime<Utc>,
+    /// Actor and payload.
+    pub body: Body,
+}
+
+/// A record as stored: a draft plus the id and seq its port assigned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Stable id assigned by the port.
+    pub event_id: String,
+    /// The draft's envelope id.
+    pub envelope_id: String,
+    /// Topic name.
+    pub topic_name: String,
+    /// Partition key.
+    pub topic_key: Option<String>,
+    /// Position in its partition.
+    pub seq: i64,
+    /// Publisher's clock.
+    pub created_at: DateTime<Utc>,
+    /// Actor and payload.
+    pub body: Body,
+    /// Fields written by other versions of Photon.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Record {
+    /// The stored record of a draft once its port assigned `event_id` and `seq`.
+    pub fn from_draft(draft: RecordDraft, event_id: String, seq: i64) -> Self {
+        Self {
+            event_id,
+            envelope_id: draft.envelope_id,
+            topic_name: draft.topic_name,
+            topic_key: draft.topic_key,
+            seq,
+            created_at: draft.created_at,
+            body: draft.body,
+            extra: Map::new(),
+        }
+    }
+
+    /// Serialized size of the body, which is what port limits apply to.
+    pub fn body_len(&self) -> usize {
+        body_len(&self.body)
+    }
+}
+
+/// Serialized size of a body in bytes.
+pub fn body_len(body: &Body) -> usize {
+    // Serializing a Body cannot fail: it holds only JSON values and strings.
+    serde_json::to_vec(body).map(|v| v.len()).unwrap_or(usize::MAX)
+}
+
+/// What a port returns for an append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The stable event id.
+    pub event_id: String,
+    /// The seq the event got in its partition.
+    pub seq: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let text = json!({
+            "event_id": "e1", "topic_name": "t", "topic_key": null, "seq": 1,
+            "actor": {}, "payload": {"a": 1}, "created_at": "2026-01-01T00:00:00Z",
+            "trace_id": "abc"
+        });
+        let event: Event = serde_json::from_value(text.clone()).unwrap();
+        assert_eq!(event.extra.get("trace_id"), Some(&json!("abc")));
+        assert_eq!(serde_json::to_value(&event).unwrap(), text);
+    }
+
+    #[test]
+    fn record_round_trips_sealed_body() {
+        let record = Record {
+            event_id: "e".into(),
+            envelope_id: "v".into(),
+            topic_name: "t".into(),
+            topic_key: Some("k".into()),
+            seq: 3,
+            created_at: Utc::now(),
+            body: Body::Sealed(SealedBody {
+                key_id: "k1".into(),
+                nonce: "bm9uY2U=".into(),
+                ciphertext: "Y3Q=".into(),
+            }),
+            extra: Map::new(),
+        };
+        let back: Record = serde_json::from_slice(&serde_json::to_vec(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+    }
+}

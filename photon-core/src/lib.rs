@@ -1,0 +1,39 @@
+//! Photon's vocabulary and contract.
+//!
+//! - [`Event`], [`PhotonError`], [`StorageCapabilities`], topic names and the
+//!   [`TopicRegistry`].
+//! - [`StoragePort`]: the contract every backend implements, with its behaviour written as
+//!   bullets that the `photon-testkit` conformance suite checks.
+//! - [`EventStore`]: validation, limits and the sealed envelope ([`TransportCrypto`]) in
+//!   front of any port.
+//! - [`CheckpointCommitter`]: checkpoint coalescing.
+//! - [`mem::MemStoragePort`]: the in-process port.
+
+pub mod capabilities;
+pub mod checkpoint;
+pub mod crypto;
+pub mod error;
+pub mod event;
+pub mod mem;
+pub mod port;
+pub mod store;
+pub mod topic;
+
+pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
+pub use checkpoint::{CheckpointCommitter, FlushPolicy};
+pub use crypto::{TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
+pub use error::{BoxError, CryptoFailure, PhotonError, Result};
+pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
+pub use port::{
+    Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
+    StoragePort, SubscribeRequest,
+};
+pub use store::{EventStore, EventStream, StartPolicy};
+pub use topic::{
+    validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry, MAX_TOPIC_KEY_LEN,
+    MAX_TOPIC_NAME_LEN,
+};
+
+// Re-exported so that `#[topic]` expansions and ports name one version of these crates.
+#[doc(hidden)]
+pub use inventory;

@@ -1,0 +1,73 @@
+//! Subscriptions of the mem port: replay from the log, then wait for the head to move.
+
+use std::collections::VecDeque;
+
+use futures::stream;
+use tokio::sync::watch;
+
+use super::port::MemStoragePort;
+use crate::event::Record;
+use crate::port::{RecordStream, StartAt, SubscribeRequest};
+
+const PAGE: usize = 512;
+
+struct Cursor {
+    port: MemStoragePort,
+    topic: String,
+    key: Option<String>,
+    after: i64,
+    buffer: VecDeque<Record>,
+    head: watch::Receiver<i64>,
+}
+
+impl MemStoragePort {
+    pub(super) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
+        let (after, head) = {
+            let mut state = self.shared.lock();
+            let log = state.topic_mut(&request.topic);
+            let after = match request.start {
+                StartAt::Beginning => 0,
+                StartAt::AfterSeq(seq) => seq,
+                StartAt::Tail => log.last_seq(),
+            };
+            (after, log.head.subscribe())
+        };
+        let cursor = Cursor {
+            port: self.clone(),
+            topic: request.topic,
+            key: request.key,
+            after,
+            buffer: VecDeque::new(),
+            head,
+        };
+        Box::pin(stream::unfold(cursor, |mut cursor| async move {
+            let record = cursor.next().await?;
+            Some((Ok(record), cursor))
+        }))
+    }
+}
+
+impl Cursor {
+    async fn next(&mut self) -> Option<Record> {
+        loop {
+            if let Some(record) = self.buffer.pop_front() {
+                return Some(record);
+            }
+            // Mark the head seen before reading so an append after the read wakes us.
+            self.head.borrow_and_update();
+            self.fill();
+            if self.buffer.is_empty() && self.head.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    fn fill(&mut self) {
+        let state = self.port.shared.lock();
+        if let Some(log) = state.topics.get(&self.topic) {
+            let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
+            self.after = scanned;
+            self.buffer.extend(records);
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The in-process storage port: zero setup, nothing survives the process.
+//!
+//! Seq is per topic (so strictly increasing per key too), starting at 1. Appends are
+//! delivered to live subscribers at once.
+
+mod checkpoint;
+mod consumer;
+mod group;
+mod port;
+mod publish;
+mod retention;
+mod topic;
+
+pub use port::MemStoragePort;

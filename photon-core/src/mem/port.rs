@@ -1,0 +1,127 @@
+//! [`MemStoragePort`]: the `StoragePort` impl of the in-process store.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::topic::State;
+use crate::capabilities::{StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::error::Result;
+use crate::event::{Appended, Record, RecordDraft};
+use crate::port::{CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, SubscribeRequest};
+
+/// In-process storage: the default port, for development and tests.
+///
+/// Clones share the same store.
+///
+/// ```
+/// # tokio_test_shim::block_on(async {
+/// use photon_core::{mem::MemStoragePort, StoragePort};
+/// let port = MemStoragePort::new();
+/// assert_eq!(port.label(), "mem");
+/// # });
+/// # mod tokio_test_shim { pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #   tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f) } }
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemStoragePort {
+    pub(super) shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Shared {
+    state: Mutex<State>,
+    pub(super) groups: super::group::Groups,
+    max_payload_bytes: usize,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is only mutated by short, non-panicking sections.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Default for MemStoragePort {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemStoragePort {
+    /// An empty store with the default 1 MiB body limit.
+    pub fn new() -> Self {
+        Self::with_max_payload_bytes(DEFAULT_MAX_PAYLOAD_BYTES)
+    }
+
+    /// An empty store with another body limit.
+    pub fn with_max_payload_bytes(max_payload_bytes: usize) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                max_payload_bytes,
+                ..Shared::default()
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl StoragePort for MemStoragePort {
+    fn label(&self) -> &'static str {
+        "mem"
+    }
+
+    fn capabilities(&self) -> StorageCapabilities {
+        StorageCapabilities {
+            get_event: true,
+            list: true,
+            truncate: true,
+            consumer_groups: true,
+            head_seq: true,
+            durable: false,
+            max_payload_bytes: self.shared.max_payload_bytes,
+            ..StorageCapabilities::default()
+        }
+    }
+
+    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+        Ok(self.append_now(draft))
+    }
+
+    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
+        self.open_subscription(request)
+    }
+
+    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
+        Ok(self.find(event_id))
+    }
+
+    async fn list_by_topic(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
+        Ok(self.list_after(topic, after_seq, limit))
+    }
+
+    async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+        Ok(self.newest(topic, limit))
+    }
+
+    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+        Ok(self.head(topic, key))
+    }
+
+    async fn truncate_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
+        Ok(self.drop_before(topic, before_seq))
+    }
+
+    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        Ok(self.checkpoint(key))
+    }
+
+    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        self.raise_checkpoint(key, seq);
+        Ok(())
+    }
+
+    fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
+        self.join_group(request)
+    }
+}

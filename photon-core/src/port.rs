@@ -1,0 +1,256 @@
+//! The storage contract every backend implements.
+//!
+//! Each bullet under a method is a conformance scenario in `photon-testkit`.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures::Stream;
+
+use crate::capabilities::StorageCapabilities;
+use crate::error::{PhotonError, Result};
+use crate::event::{Appended, Record, RecordDraft};
+
+/// A stream of stored records. Errors are per item: the stream continues after one unless
+/// the port says it ended.
+pub type RecordStream = Pin<Box<dyn Stream<Item = Result<Record>> + Send>>;
+
+/// A stream of group deliveries.
+pub type DeliveryStream = Pin<Box<dyn Stream<Item = Result<Delivery>> + Send>>;
+
+/// Where a subscription starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// The oldest retained event.
+    Beginning,
+    /// The first event with `seq > n`.
+    AfterSeq(i64),
+    /// Only events appended after the subscription is established.
+    Tail,
+}
+
+/// Identity of a checkpoint: one per subscription name, topic and key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CheckpointKey {
+    /// The durable subscription's name.
+    pub subscription: String,
+    /// Topic.
+    pub topic: String,
+    /// Key filter of the subscription, `None` for the whole topic.
+    pub key: Option<String>,
+}
+
+impl CheckpointKey {
+    /// A checkpoint key.
+    pub fn new(subscription: impl Into<String>, topic: impl Into<String>, key: Option<&str>) -> Self {
+        Self {
+            subscription: subscription.into(),
+            topic: topic.into(),
+            key: key.map(str::to_owned),
+        }
+    }
+}
+
+/// A subscription request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeRequest {
+    /// Validated topic.
+    pub topic: String,
+    /// Only events of this key, filtered as close to storage as the port can.
+    pub key: Option<String>,
+    /// Where to start.
+    pub start: StartAt,
+    /// Set for durable subscriptions. A port whose resume position is more than one seq
+    /// (a sharded broker topic) resumes each part from its own stored position under this
+    /// key and ignores `start` for parts that have one; other ports ignore it.
+    pub durable: Option<CheckpointKey>,
+}
+
+/// A request to join a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRequest {
+    /// Group name: members of one group share the topic's events.
+    pub group: String,
+    /// This member's unique name within the group.
+    pub member: String,
+    /// Validated topic.
+    pub topic: String,
+    /// Where the group starts when it has no stored position.
+    pub start: StartAt,
+}
+
+/// Acknowledges one group delivery.
+#[async_trait]
+pub trait Acknowledge: Send + Sync {
+    /// Marks the delivery handled. Unacknowledged deliveries of a member that leaves go to
+    /// another member.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn ack(&self) -> Result<()>;
+}
+
+/// One event delivered to one member of a group.
+pub struct Delivery {
+    /// The record.
+    pub record: Record,
+    /// Its acknowledgement.
+    pub ack: Box<dyn Acknowledge>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery").field("record", &self.record).finish_non_exhaustive()
+    }
+}
+
+/// A storage backend: appends records, streams them, keeps checkpoints.
+///
+/// Ports are cheap handles (`Arc` inside); streams they return own what they need
+/// (`'static`). The runtime validates names, seals bodies and enforces
+/// `max_payload_bytes` before calling the port.
+#[async_trait]
+pub trait StoragePort: Send + Sync + 'static {
+    /// Stable label for logs and metrics, e.g. `"mem"`.
+    fn label(&self) -> &'static str;
+
+    /// What this port supports.
+    fn capabilities(&self) -> StorageCapabilities;
+
+    /// Appends a record.
+    ///
+    /// - Returns only once the record is stored as durably as the port promises.
+    /// - Seq strictly increases within `(topic, key)` in append order.
+    /// - Topics are isolated: `a.b`, `a-b` and `a_b` are three topics.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the backend cannot be reached (retryable), or
+    /// [`PhotonError::Storage`]. A failed append stored nothing that will be delivered,
+    /// or (brokers) the retry with the same `envelope_id` is deduplicated.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may or may not store the record; a retry with the same draft
+    /// does not store it twice where the port deduplicates by `envelope_id`.
+    async fn append(&self, draft: RecordDraft) -> Result<Appended>;
+
+    /// Streams records of a topic in seq order per partition.
+    ///
+    /// - With `StartAt::AfterSeq(s)`, yields exactly the records with `seq > s`, then live ones.
+    /// - With a key, yields only that key's records.
+    /// - Never ends by itself; a record that cannot be decoded is an error item and the
+    ///   stream continues.
+    ///
+    /// # Cancel safety
+    /// Dropping the stream releases its resources; nothing is acknowledged by reading.
+    fn subscribe(&self, request: SubscribeRequest) -> RecordStream;
+
+    /// Finds a record by its event id.
+    ///
+    /// - Requires capability `get_event`.
+    /// - Every id returned by `append` is found; an unknown or malformed id is `Ok(None)`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability.
+    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
+        let _ = event_id;
+        Err(self.unsupported("get_event"))
+    }
+
+    /// Up to `limit` records of a topic with `seq > after_seq`, oldest first.
+    ///
+    /// - Requires capability `list`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability.
+    async fn list_by_topic(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
+        let _ = (topic, after_seq, limit);
+        Err(self.unsupported("list_by_topic"))
+    }
+
+    /// The `limit` newest records of a topic, newest first.
+    ///
+    /// - Requires capability `list`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability.
+    async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+        let _ = (topic, limit);
+        Err(self.unsupported("list_recent"))
+    }
+
+    /// The highest seq stored for a topic (and key), `None` when empty.
+    ///
+    /// - Requires capability `head_seq`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability.
+    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+        let _ = (topic, key);
+        Err(self.unsupported("head_seq"))
+    }
+
+    /// Deletes the records of a topic with `seq < before_seq`; returns how many.
+    ///
+    /// - Requires capability `truncate`.
+    /// - Records at or above the bound stay intact and keep their seq.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability.
+    async fn truncate_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
+        let _ = (topic, before_seq);
+        Err(self.unsupported("truncate_before"))
+    }
+
+    /// The last committed seq of a checkpoint, `None` if never committed.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>>;
+
+    /// Commits a checkpoint.
+    ///
+    /// - Never regresses: a seq lower than the stored one is ignored, also with two
+    ///   writers racing.
+    /// - Checkpoints of different subscriptions, topics and keys are independent.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()>;
+
+    /// Which independent position a seq of this topic belongs to. Sharded ports whose seqs
+    /// are only ordered within a shard return the shard; checkpoint coalescing keeps one
+    /// pending value per lane so that no lane's progress hides another's.
+    fn checkpoint_lane(&self, topic: &str, seq: i64) -> u32 {
+        let _ = (topic, seq);
+        0
+    }
+
+    /// Joins a consumer group.
+    ///
+    /// - Requires capability `consumer_groups`.
+    /// - Each event goes to exactly one live member; a key's events go to one member at a
+    ///   time, in order.
+    /// - When a member leaves, its unacknowledged events and its keys go to the others.
+    fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
+        let _ = request;
+        Box::pin(futures::stream::once(std::future::ready(Err(
+            self.unsupported("subscribe_group"),
+        ))))
+    }
+
+    /// Waits until every accepted append is stored (ports that acknowledge before storing).
+    ///
+    /// # Errors
+    /// The first failed append since the last flush.
+    async fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// An [`PhotonError::Unsupported`] for this port.
+    fn unsupported(&self, operation: &'static str) -> PhotonError {
+        PhotonError::Unsupported {
+            backend: self.label(),
+            operation,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! [`EventStore`]: the one place where names are validated, bodies sealed and opened, and
+//! limits enforced, in front of any [`StoragePort`].
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::crypto::TransportCrypto;
+use crate::error::{PhotonError, Result};
+use crate::event::{Appended, Body, Event, Record, RecordDraft};
+use crate::port::{CheckpointKey, StartAt, StoragePort, SubscribeRequest};
+use crate::topic::{validate_topic_key, validate_topic_name};
+
+/// A stream of opened events. An event that cannot be opened is an error item; the stream
+/// continues with the next event.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event>> + Send>>;
+
+/// Where a durable subscription starts when it has no checkpoint yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartPolicy {
+    /// Replay the whole retained history (the default: nothing published is missed).
+    #[default]
+    Beginning,
+    /// Only events published after the subscription starts.
+    Tail,
+}
+
+static PLAINTEXT_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// A storage port with Photon's rules in front: validation, limits, sealing.
+#[derive(Clone)]
+pub struct EventStore {
+    port: Arc<dyn StoragePort>,
+    crypto: TransportCrypto,
+}
+
+impl std::fmt::Debug for EventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStore")
+            .field("port", &self.port.label())
+            .field("crypto", &self.crypto)
+            .finish()
+    }
+}
+
+impl EventStore {
+    /// Wraps a port. Without a key, events are stored in plaintext and this is logged once
+    /// per process.
+    pub fn new(port: Arc<dyn StoragePort>, crypto: TransportCrypto) -> Self {
+        if !crypto.is_sealing() && !PLAINTEXT_WARNED.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                port = port.label(),
+                "no transport key configured (PHOTON_TRANSPORT_KEYS): events are stored in plaintext"
+            );
+        }
+        Self { port, crypto }
+    }
+
+    /// The port behind this store.
+    pub fn port(&self) -> &Arc<dyn StoragePort> {
+        &self.port
+    }
+
+    /// The key ring.
+    pub fn crypto(&self) -> &TransportCrypto {
+        &self.crypto
+    }
+
+    /// Validates, seals and appends an event.
+    ///
+    /// # Errors
+    /// [`PhotonError::InvalidTopic`], [`PhotonError::InvalidKey`] or
+    /// [`PhotonError::PayloadTooLarge`] before anything is stored; the port's errors after.
+    pub async fn publish(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+    ) -> Result<Appended> {
+        let draft = self.draft(topic, key, actor, payload)?;
+        self.port.append(draft).await
+    }
+
+    /// Builds the draft of a publish: validation, size limit and sealing, nothing stored.
+    ///
+    /// # Errors
+    /// As [`EventStore::publish`] before the append.
+    pub fn draft(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+    ) -> Result<RecordDraft> {
+        validate_topic_name(topic)?;
+        if let Some(key) = key {
+            validate_topic_key(topic, key)?;
+        }
+        let limit = self.port.capabilities().max_payload_bytes;
+        let size = encoded_len(&actor).saturating_add(encoded_len(&payload));
+        if size > limit {
+            return Err(PhotonError::PayloadTooLarge {
+                topic: topic.to_owned(),
+                size,
+                limit,
+            });
+        }
+        let envelope_id = uuid::Uuid::now_v7().to_string();
+        let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
+        Ok(RecordDraft {
+            envelope_id,
+            topic_name: topic.to_owned(),
+            topic_key: key.map(str::to_owned),
+            created_at: Utc::now(),
+            body,
+        })
+    }
+
+    /// Opens a stored record into an event.
+    ///
+    /// # Errors
+    /// [`PhotonError::Crypto`] naming the event.
+    pub fn open(&self, record: Record) -> Result<Event> {
+        let (actor, payload) = match (&record.body, self.crypto.is_sealing()) {
+            (Body::Plain { .. }, false) => match record.body {
+                Body::Plain { actor, payload } => (actor, payload),
+                Body::Sealed(_) => unreachable!("matched as plain above"),
+            },
+            _ => self.crypto.open(&record)?,
+        };
+        Ok(Event {
+            event_id: record.event_id,
+            topic_name: record.topic_name,
+            topic_key: record.topic_key,
+            seq: record.seq,
+            actor,
+            payload,
+            created_at: record.created_at,
+            extra: record.extra,
+        })
+    }
+
+    /// Streams opened events.
+    ///
+    /// # Errors
+    /// An invalid topic or key is the stream's only item.
+    pub fn subscribe(&self, topic: &str, key: Option<&str>, start: StartAt) -> EventStream {
+        self.subscribe_request(SubscribeRequest {
+            topic: topic.to_owned(),
+            key: key.map(str::to_owned),
+            start,
+            durable: None,
+        })
+    }
+
+    /// Streams opened events for a full request.
+    pub fn subscribe_request(&self, request: SubscribeRequest) -> EventStream {
+        if let Err(err) = validate_request(&request.topic, request.key.as_deref()) {
+            return Box::pin(futures::stream::once(std::future::ready(Err(err))));
+        }
+        let store = self.clone();
+        Box::pin(
+            self.port
+                .subscribe(request)
+                .map(move |item| item.and_then(|record| store.open(record))),
+        )
+    }
+
+    /// Streams a durable subscription's events: after its checkpoint, or per `policy` when
+    /// it has none.
+    pub fn subscribe_after_checkpoint(&self, checkpoint: CheckpointKey, policy: StartPolicy) -> EventStream {
+        if let Err(err) = validate_request(&checkpoint.topic, checkpoint.key.as_deref()) {
+            return Box::pin(futures::stream::once(std::future::ready(Err(err))));
+        }
+        let store = self.clone();
+        let opening = async move {
+            let start = match store.port.load_checkpoint(&checkpoint).await? {
+                Some(seq) => StartAt::AfterSeq(seq),
+                None if policy == StartPolicy::Tail => StartAt::Tail,
+                None => StartAt::Beginning,
+            };
+            Ok::<_, PhotonError>(store.subscribe_request(SubscribeRequest {
+                topic: checkpoint.topic.clone(),
+                key: checkpoint.key.clone(),
+                start,
+                durable: Some(checkpoint),
+            }))
+        };
+        Box::pin(
+            futures::stream::once(opening).flat_map(|opened| match opened {
+                Ok(stream) => stream,
+                Err(err) => Box::pin(futures::stream::once(std::future::ready(Err(err)))),
+            }),
+        )
+    }
+
+    /// Finds an event by id.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] when the port cannot, [`PhotonError::Crypto`] when the
+    /// event cannot be opened.
+    pub async fn get_event(&self, event_id: &str) -> Result<Option<Event>> {
+        match self.port.get_record(event_id).await? {
+            Some(record) => self.open(record).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {
+    validate_topic_name(topic)?;
+    key.map_or(Ok(()), |key| validate_topic_key(topic, key))
+}
+
+/// Length of a value's JSON encoding, without allocating it.
+pub fn encoded_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a Value into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}

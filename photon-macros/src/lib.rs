@@ -1,0 +1,1 @@
+//! Photon crate `photon-macros` (in progress).

@@ -1,0 +1,123 @@
+//! What a scenario works with: a port factory and a fresh namespace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{Stream, StreamExt};
+use photon_core::{EventStore, Result, StoragePort, TransportCrypto};
+
+/// Environment variable naming adapters whose absence fails the suite instead of skipping
+/// it, e.g. `PHOTON_TEST_REQUIRE=nats,fluvio`.
+pub const REQUIRE_ENV: &str = "PHOTON_TEST_REQUIRE";
+
+/// Opens ports onto one backend.
+///
+/// Every port one factory opens sees the same stored data (so a second `open` is a restart
+/// or a second process), and no data of other factories.
+#[async_trait]
+pub trait PortFactory: Send + Sync + 'static {
+    /// Opens a port onto this factory's backend.
+    ///
+    /// # Errors
+    /// Whatever opening the backend returns; the scenario fails with it.
+    async fn open(&self) -> Result<Arc<dyn StoragePort>>;
+}
+
+/// Decides what a test does when its backend is absent: prints `skipped: <why>` and
+/// returns, or panics when [`REQUIRE_ENV`] names `adapter`.
+///
+/// # Panics
+/// When the adapter is required.
+pub fn skip_or_fail(adapter: &str, why: &str) {
+    let required = std::env::var(REQUIRE_ENV).unwrap_or_default();
+    if required.split(',').any(|name| name.trim() == adapter) {
+        panic!("{adapter} is required by {REQUIRE_ENV} but unavailable: {why}");
+    }
+    println!("skipped: {why}");
+}
+
+/// A scenario's working set.
+pub struct Context {
+    /// The backend.
+    pub factory: Arc<dyn PortFactory>,
+    namespace: String,
+}
+
+/// Deadline for anything a scenario waits for.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+impl Context {
+    /// A context with a fresh namespace.
+    pub fn new(factory: Arc<dyn PortFactory>) -> Self {
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        Self {
+            factory,
+            namespace: format!("ck{}", &unique[..10]),
+        }
+    }
+
+    /// A topic name unique to this run.
+    pub fn topic(&self, name: &str) -> String {
+        format!("{}.{name}", self.namespace)
+    }
+
+    /// A subscription name unique to this run.
+    pub fn subscription(&self, name: &str) -> String {
+        format!("{}-{name}", self.namespace)
+    }
+
+    /// A new port onto the backend.
+    ///
+    /// # Panics
+    /// When the backend cannot be opened.
+    pub async fn port(&self) -> Arc<dyn StoragePort> {
+        match self.factory.open().await {
+            Ok(port) => port,
+            Err(err) => panic!("cannot open the port: {err}"),
+        }
+    }
+
+    /// An event store over a new port, in plaintext.
+    pub async fn store(&self) -> EventStore {
+        EventStore::new(self.port().await, TransportCrypto::plaintext())
+    }
+
+    /// An event store over a new port with a key ring.
+    pub async fn sealed_store(&self, crypto: TransportCrypto) -> EventStore {
+        EventStore::new(self.port().await, crypto)
+    }
+}
+
+/// Takes exactly `count` items from a stream within [`DEADLINE`].
+///
+/// # Panics
+/// When the stream ends or the deadline passes first, with how many items arrived.
+pub async fn take_exact<S, T>(stream: &mut S, count: usize) -> Vec<T>
+where
+    S: Stream<Item = T> + Unpin,
+{
+    let mut items = Vec::with_capacity(count);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while items.len() < count {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(item)) => items.push(item),
+            Ok(None) => panic!("stream ended after {} of {count} items", items.len()),
+            Err(_) => panic!("deadline passed after {} of {count} items", items.len()),
+        }
+    }
+    items
+}
+
+/// Asserts that nothing more arrives on a stream within `quiet`.
+///
+/// # Panics
+/// When an item arrives.
+pub async fn assert_quiet<S, T: std::fmt::Debug>(stream: &mut S, quiet: Duration)
+where
+    S: Stream<Item = T> + Unpin,
+{
+    if let Ok(Some(item)) = tokio::time::timeout(quiet, stream.next()).await {
+        panic!("expected no more items, got {item:?}");
+    }
+}
