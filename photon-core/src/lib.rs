@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod crypto;
 pub mod error;
 pub mod event;
+pub mod group;
 pub mod mem;
 pub mod port;
 pub mod store;
@@ -24,6 +25,7 @@ pub use checkpoint::{CheckpointCommitter, FlushPolicy};
 pub use crypto::{TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
 pub use error::{BoxError, CryptoFailure, PhotonError, Result};
 pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
+pub use group::GroupDispatchers;
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, SubscribeRequest,

@@ -1,1 +1,34 @@
-//! Photon crate `photon-runtime` (in progress).
+//! Photon's runtime: [`Photon`] handles, the object-safe [`PhotonBackend`], durable
+//! subscriptions.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use futures::StreamExt;
+//! use photon_runtime::Photon;
+//! use serde_json::json;
+//!
+//! let photon = Photon::builder().build().unwrap();
+//! photon.publish("orders", Some("o-1"), json!("alice"), json!({"total": 12})).await.unwrap();
+//! let mut orders = photon.durable("billing", "orders", None);
+//! let event = orders.next().await.unwrap().unwrap();
+//! assert_eq!(event.payload["total"], 12);
+//! orders.ack(&event).await.unwrap();
+//! photon.shutdown().await.unwrap();
+//! assert_eq!(photon.checkpoint("billing", "orders", None).await.unwrap(), Some(event.seq));
+//! # });
+//! ```
+
+mod backend;
+mod builder;
+mod photon;
+mod subscription;
+
+pub use backend::{GenericPhotonBackend, PhotonBackend};
+pub use builder::PhotonBuilder;
+pub use photon::Photon;
+pub use subscription::DurableSubscription;
+
+pub use photon_core::{
+    Appended, CheckpointKey, Event, EventStream, FlushPolicy, PhotonError, StartAt, StartPolicy,
+    StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry, TransportCrypto,
+};

@@ -31,7 +31,7 @@ pub struct MemStoragePort {
 #[derive(Debug, Default)]
 pub(super) struct Shared {
     state: Mutex<State>,
-    pub(super) groups: super::group::Groups,
+    pub(super) groups: crate::group::GroupDispatchers,
     max_payload_bytes: usize,
 }
 
@@ -85,6 +85,9 @@ impl StoragePort for MemStoragePort {
     }
 
     async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+        // An append never waits, so a tight publish loop would never yield to the
+        // scheduler (and could not be cancelled): spend cooperative budget instead.
+        tokio::task::consume_budget().await;
         Ok(self.append_now(draft))
     }
 

@@ -1,0 +1,276 @@
+//! Consumer groups over any record stream: one dispatcher per `(group, topic)` hands each
+//! event to one member.
+//!
+//! A port that can stream a topic ([`RecordStream`]) gets consumer groups by keeping one
+//! [`GroupDispatchers`] and calling [`GroupDispatchers::join`] from
+//! `StoragePort::subscribe_group` with a function that opens the topic's stream.
+//!
+//! A key sticks to the member that has its events in flight, so a key's events are handled
+//! in order by one member at a time. When a member leaves, its unacknowledged events are
+//! handed, in seq order, to the members that remain. The group's position lives in memory:
+//! a dispatcher lives as long as its `GroupDispatchers`, and a group started in a new
+//! process begins at its request's `start`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::error::{PhotonError, Result};
+use crate::event::Record;
+use crate::port::{Acknowledge, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt, SubscribeRequest};
+
+/// Events in flight per member before the dispatcher stops reading the topic.
+const IN_FLIGHT_PER_MEMBER: usize = 1024;
+
+type MemberSender = mpsc::UnboundedSender<Result<Delivery>>;
+
+enum Control {
+    Join(String, MemberSender),
+    Leave(String),
+    Ack(i64),
+}
+
+/// The group dispatchers of one port, by `(group, topic)`.
+#[derive(Debug, Default)]
+pub struct GroupDispatchers {
+    dispatchers: Mutex<HashMap<(String, String), mpsc::UnboundedSender<Control>>>,
+}
+
+impl GroupDispatchers {
+    /// Joins a member to its group, starting the group's dispatcher (on the current tokio
+    /// runtime) with `open`'s stream of the whole topic when the group has none yet.
+    ///
+    /// The returned stream ends only when the dispatcher stops; dropping it leaves the
+    /// group and hands the member's unacknowledged events to the others.
+    ///
+    /// # Errors
+    /// The stream's only item is [`PhotonError::Closed`] when the dispatcher is gone or no
+    /// tokio runtime is running.
+    pub fn join(
+        &self,
+        request: GroupRequest,
+        open: impl FnOnce(SubscribeRequest) -> RecordStream,
+    ) -> DeliveryStream {
+        let closed = || -> DeliveryStream {
+            Box::pin(futures::stream::once(std::future::ready(Err(PhotonError::Closed(format!(
+                "group {}",
+                request.group
+            ))))))
+        };
+        let Some(control) = self.dispatcher(&request.group, &request.topic, request.start, open) else {
+            return closed();
+        };
+        let (sender, receiver) = mpsc::unbounded_channel();
+        if control.send(Control::Join(request.member.clone(), sender)).is_err() {
+            return closed();
+        }
+        let membership = Membership { control, member: request.member };
+        Box::pin(futures::stream::unfold(
+            (receiver, membership),
+            |(mut receiver, membership)| async move {
+                let item = receiver.recv().await?;
+                Some((item, (receiver, membership)))
+            },
+        ))
+    }
+
+    fn dispatcher(
+        &self,
+        group: &str,
+        topic: &str,
+        start: StartAt,
+        open: impl FnOnce(SubscribeRequest) -> RecordStream,
+    ) -> Option<mpsc::UnboundedSender<Control>> {
+        // Only map lookups and inserts happen under this lock: a panic cannot leave it torn.
+        let mut dispatchers = self.dispatchers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let id = (group.to_owned(), topic.to_owned());
+        if let Some(control) = dispatchers.get(&id).filter(|c| !c.is_closed()) {
+            return Some(control.clone());
+        }
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (control, inbox) = mpsc::unbounded_channel();
+        let records = open(SubscribeRequest {
+            topic: topic.to_owned(),
+            key: None,
+            start,
+            durable: None,
+        });
+        runtime.spawn(Dispatcher::new(control.clone()).run(inbox, records));
+        dispatchers.insert(id, control.clone());
+        Some(control)
+    }
+}
+
+/// Leaves the group when the member's stream is dropped.
+struct Membership {
+    control: mpsc::UnboundedSender<Control>,
+    member: String,
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        let _ = self.control.send(Control::Leave(self.member.clone()));
+    }
+}
+
+struct GroupAck {
+    control: mpsc::UnboundedSender<Control>,
+    seq: i64,
+}
+
+#[async_trait]
+impl Acknowledge for GroupAck {
+    async fn ack(&self) -> Result<()> {
+        self.control
+            .send(Control::Ack(self.seq))
+            .map_err(|_| PhotonError::Closed("consumer group".into()))
+    }
+}
+
+struct InFlight {
+    record: Record,
+    member: String,
+}
+
+struct Dispatcher {
+    control: mpsc::UnboundedSender<Control>,
+    members: BTreeMap<String, MemberSender>,
+    key_owner: HashMap<String, (String, usize)>,
+    in_flight: BTreeMap<i64, InFlight>,
+    waiting: VecDeque<Record>,
+    round_robin: usize,
+}
+
+impl Dispatcher {
+    fn new(control: mpsc::UnboundedSender<Control>) -> Self {
+        Self {
+            control,
+            members: BTreeMap::new(),
+            key_owner: HashMap::new(),
+            in_flight: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            round_robin: 0,
+        }
+    }
+
+    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Control>, mut records: RecordStream) {
+        loop {
+            let reading = !self.members.is_empty()
+                && self.waiting.is_empty()
+                && self.in_flight.len() < IN_FLIGHT_PER_MEMBER * self.members.len();
+            tokio::select! {
+                control = inbox.recv() => match control {
+                    Some(control) => self.apply(control),
+                    None => return,
+                },
+                Some(item) = records.next(), if reading => match item {
+                    Ok(record) => self.dispatch(record),
+                    Err(err) => tracing::warn!(%err, "group dispatcher skipped an unreadable record"),
+                },
+            }
+        }
+    }
+
+    fn apply(&mut self, control: Control) {
+        match control {
+            Control::Join(member, sender) => {
+                self.members.insert(member, sender);
+                self.redispatch_waiting();
+            }
+            Control::Leave(member) => self.leave(&member),
+            Control::Ack(seq) => self.acknowledge(seq),
+        }
+    }
+
+    fn acknowledge(&mut self, seq: i64) {
+        let Some(done) = self.in_flight.remove(&seq) else { return };
+        if let Some(key) = done.record.topic_key {
+            if let Some((_, count)) = self.key_owner.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.key_owner.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn leave(&mut self, member: &str) {
+        self.members.remove(member);
+        let orphaned: Vec<i64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.member == member)
+            .map(|(seq, _)| *seq)
+            .collect();
+        self.key_owner.retain(|_, (owner, _)| owner != member);
+        // Orphans go first, in seq order, ahead of anything still waiting.
+        for seq in orphaned.into_iter().rev() {
+            if let Some(flight) = self.in_flight.remove(&seq) {
+                self.waiting.push_front(flight.record);
+            }
+        }
+        self.redispatch_waiting();
+    }
+
+    fn redispatch_waiting(&mut self) {
+        while !self.members.is_empty() {
+            let Some(record) = self.waiting.pop_front() else { return };
+            self.dispatch(record);
+        }
+    }
+
+    fn dispatch(&mut self, record: Record) {
+        let Some(member) = self.choose(record.topic_key.as_deref()) else {
+            self.waiting.push_back(record);
+            return;
+        };
+        let Some(sender) = self.members.get(&member) else {
+            // `choose` only names members; keep the record rather than lose it.
+            self.waiting.push_front(record);
+            return;
+        };
+        let ack = GroupAck { control: self.control.clone(), seq: record.seq };
+        let delivery = Delivery { record: record.clone(), ack: Box::new(ack) };
+        if sender.send(Ok(delivery)).is_err() {
+            // The member is gone and its Leave is still queued: handle the leave now, so its
+            // keys and unacknowledged events (all of lower seq, hence queued ahead of this
+            // record) go to the others.
+            self.waiting.push_front(record);
+            self.leave(&member);
+            return;
+        }
+        if let Some(key) = &record.topic_key {
+            let owner = self.key_owner.entry(key.clone()).or_insert((member.clone(), 0));
+            owner.1 += 1;
+        }
+        self.in_flight.insert(record.seq, InFlight { record, member });
+    }
+
+    fn choose(&mut self, key: Option<&str>) -> Option<String> {
+        if self.members.is_empty() {
+            return None;
+        }
+        if let Some((owner, _)) = key.and_then(|k| self.key_owner.get(k)) {
+            if self.members.contains_key(owner) {
+                return Some(owner.clone());
+            }
+        }
+        let index = match key {
+            Some(key) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                key.hash(&mut hasher);
+                (hasher.finish() % self.members.len() as u64) as usize
+            }
+            None => {
+                self.round_robin = self.round_robin.wrapping_add(1);
+                self.round_robin % self.members.len()
+            }
+        };
+        self.members.keys().nth(index).cloned()
+    }
+}
+

@@ -1,0 +1,175 @@
+//! [`Photon`]: the handle applications publish and subscribe with.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use photon_core::{
+    Appended, CheckpointCommitter, CheckpointKey, Event, EventStore, EventStream, FlushPolicy,
+    Result, StartAt, StartPolicy, StoragePort, TopicRegistry, TransportCrypto,
+};
+use serde_json::Value;
+
+use crate::backend::{GenericPhotonBackend, PhotonBackend};
+use crate::builder::PhotonBuilder;
+use crate::subscription::DurableSubscription;
+
+/// A Photon instance over one storage port. Clones share everything.
+#[derive(Clone)]
+pub struct Photon {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Arc<GenericPhotonBackend>,
+    flush_policy: FlushPolicy,
+    committers: Mutex<Vec<Weak<CheckpointCommitter>>>,
+}
+
+impl std::fmt::Debug for Photon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Photon")
+            .field("store", self.store())
+            .field("topics", &self.registry().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Photon {
+    /// A builder (defaults: in-process store, keys from the environment).
+    pub fn builder() -> PhotonBuilder {
+        PhotonBuilder::new()
+    }
+
+    pub(crate) fn assemble(
+        port: Arc<dyn StoragePort>,
+        crypto: TransportCrypto,
+        registry: TopicRegistry,
+        flush_policy: FlushPolicy,
+    ) -> Self {
+        let store = EventStore::new(port, crypto);
+        Self {
+            inner: Arc::new(Inner {
+                backend: Arc::new(GenericPhotonBackend::from_store(store, registry)),
+                flush_policy,
+                committers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Publishes an event.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::InvalidTopic`], `InvalidKey` or `PayloadTooLarge` before
+    /// anything is stored; the port's errors after.
+    ///
+    /// # Cancel safety
+    /// A cancelled publish may or may not be stored; one that returned `Ok` always is.
+    pub async fn publish(&self, topic: &str, key: Option<&str>, actor: Value, payload: Value) -> Result<Appended> {
+        self.store().publish(topic, key, actor, payload).await
+    }
+
+    /// Streams a topic (or one key of it) from the oldest event, or after `after_seq`.
+    pub fn subscribe(&self, topic: &str, key: Option<&str>, after_seq: Option<i64>) -> EventStream {
+        self.subscribe_at(topic, key, after_seq.map_or(StartAt::Beginning, StartAt::AfterSeq))
+    }
+
+    /// Streams a topic from an explicit position (`StartAt::Tail` for live-only).
+    pub fn subscribe_at(&self, topic: &str, key: Option<&str>, start: StartAt) -> EventStream {
+        self.store().subscribe(topic, key, start)
+    }
+
+    /// Opens the durable subscription `name` on a topic (or one key): it starts after the
+    /// stored checkpoint, or from the oldest event when there is none.
+    pub fn durable(&self, name: &str, topic: &str, key: Option<&str>) -> DurableSubscription {
+        self.durable_with_policy(name, topic, key, StartPolicy::Beginning)
+    }
+
+    /// Like [`Photon::durable`], choosing where a subscription without checkpoint starts.
+    pub fn durable_with_policy(
+        &self,
+        name: &str,
+        topic: &str,
+        key: Option<&str>,
+        policy: StartPolicy,
+    ) -> DurableSubscription {
+        let checkpoint = CheckpointKey::new(name, topic, key);
+        let committer = self.committer(checkpoint.clone());
+        let stream = self.store().subscribe_after_checkpoint(checkpoint, policy);
+        DurableSubscription::new(stream, committer)
+    }
+
+    /// A checkpoint committer registered for flushing on [`Photon::shutdown`].
+    pub fn committer(&self, checkpoint: CheckpointKey) -> Arc<CheckpointCommitter> {
+        let committer = CheckpointCommitter::new(self.store().port().clone(), checkpoint, self.inner.flush_policy);
+        let mut committers = self.inner.committers.lock().unwrap_or_else(|p| p.into_inner());
+        committers.retain(|weak| weak.strong_count() > 0);
+        committers.push(Arc::downgrade(&committer));
+        committer
+    }
+
+    /// Finds an event by id.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Unsupported`] when the port cannot look up by id;
+    /// `Crypto` when the event cannot be opened.
+    pub async fn get_event(&self, event_id: &str) -> Result<Option<Event>> {
+        self.store().get_event(event_id).await
+    }
+
+    /// The committed checkpoint of a subscription.
+    ///
+    /// # Errors
+    /// The port's storage errors.
+    pub async fn checkpoint(&self, name: &str, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+        self.inner.backend.get_checkpoint_seq(name, topic, key).await
+    }
+
+    /// Commits a checkpoint directly (never regresses).
+    ///
+    /// # Errors
+    /// The port's storage errors.
+    pub async fn set_checkpoint(&self, name: &str, topic: &str, key: Option<&str>, seq: i64) -> Result<()> {
+        self.inner.backend.set_checkpoint(name, topic, key, seq).await
+    }
+
+    /// This instance as an object-safe backend.
+    pub fn backend(&self) -> Arc<dyn PhotonBackend> {
+        self.inner.backend.clone()
+    }
+
+    /// The event store (port, keys, validation).
+    pub fn store(&self) -> &EventStore {
+        self.inner.backend.store()
+    }
+
+    /// The declared topics.
+    pub fn registry(&self) -> &TopicRegistry {
+        self.inner.backend.registry()
+    }
+
+    /// The checkpoint flush policy of durable subscriptions.
+    pub fn flush_policy(&self) -> FlushPolicy {
+        self.inner.flush_policy
+    }
+
+    /// Commits every pending checkpoint of this instance's durable subscriptions and waits
+    /// for the port to store accepted appends.
+    ///
+    /// # Errors
+    /// The first commit or flush error; the other checkpoints are still flushed.
+    pub async fn shutdown(&self) -> Result<()> {
+        let committers: Vec<_> = {
+            let committers = self.inner.committers.lock().unwrap_or_else(|p| p.into_inner());
+            committers.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut first_error = None;
+        for committer in committers {
+            if let Err(err) = committer.flush().await {
+                first_error.get_or_insert(err);
+            }
+        }
+        if let Err(err) = self.store().port().flush().await {
+            first_error.get_or_insert(err);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,105 @@
+//! get_event, listing and truncation (each gated by its capability).
+
+use std::time::Duration;
+
+use photon_core::StartAt;
+use serde_json::json;
+
+use super::ok;
+use crate::context::{assert_quiet, take_exact, Context};
+
+/// Every id returned by publish finds its event; unknown and malformed ids are `None`.
+pub async fn get_event(ctx: Context) {
+    let store = ctx.store().await;
+    if !store.port().capabilities().get_event {
+        return;
+    }
+    let topic = ctx.topic("get");
+    let mut published = Vec::new();
+    for i in 0..30 {
+        let key = (i % 2 == 0).then_some("even");
+        let appended = store.publish(&topic, key, json!({"a": i}), json!({"i": i})).await.unwrap();
+        published.push((appended, key, i));
+    }
+    let reopened = ctx.store().await;
+    for (appended, key, i) in &published {
+        let event = reopened.get_event(&appended.event_id).await.unwrap();
+        let event = event.unwrap_or_else(|| panic!("event {} not found", appended.event_id));
+        assert_eq!(event.event_id, appended.event_id);
+        assert_eq!(event.seq, appended.seq);
+        assert_eq!(event.topic_name, topic);
+        assert_eq!(event.topic_key.as_deref(), *key);
+        assert_eq!(event.payload, json!({"i": i}));
+        assert_eq!(event.actor, json!({"a": i}));
+    }
+    for unknown in ["", "no-such-event", "0", "-1", "😀", "x:y:z:1", "99999999999999999999999"] {
+        match reopened.get_event(unknown).await {
+            Ok(None) => {}
+            Ok(Some(event)) => panic!("id {unknown:?} found {event:?}"),
+            Err(err) => panic!("id {unknown:?} should be None, got error {err}"),
+        }
+    }
+}
+
+/// `list_by_topic` pages oldest first; `list_recent` returns the newest first.
+pub async fn listing(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    if !port.capabilities().list {
+        return;
+    }
+    let topic = ctx.topic("list");
+    let mut seqs = Vec::new();
+    for i in 0..25 {
+        seqs.push(store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap().seq);
+    }
+    store.publish(&ctx.topic("other"), None, json!(null), json!({})).await.unwrap();
+    let first: Vec<i64> = port.list_by_topic(&topic, 0, 10).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(first, seqs[..10].to_vec());
+    let next: Vec<i64> = port
+        .list_by_topic(&topic, seqs[9], 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(next, seqs[10..].to_vec());
+    let recent: Vec<i64> = port.list_recent(&topic, 3).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(recent, vec![seqs[24], seqs[23], seqs[22]]);
+    assert!(port.list_by_topic(&ctx.topic("empty"), 0, 10).await.unwrap().is_empty());
+    if port.capabilities().head_seq {
+        assert_eq!(port.head_seq(&topic, None).await.unwrap(), Some(seqs[24]));
+        assert_eq!(port.head_seq(&ctx.topic("empty"), None).await.unwrap(), None);
+    }
+}
+
+/// Records below the bound are gone; the rest stay intact with their seqs.
+pub async fn truncate(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    if !port.capabilities().truncate {
+        return;
+    }
+    let topic = ctx.topic("trunc");
+    let mut published = Vec::new();
+    for i in 0..40 {
+        published.push(store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap());
+    }
+    let bound = published[15].seq;
+    assert_eq!(port.truncate_before(&topic, bound).await.unwrap(), 15);
+    let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
+    let rest: Vec<(i64, i64)> = take_exact(&mut stream, 25)
+        .await
+        .into_iter()
+        .map(ok)
+        .map(|e| (e.seq, e.payload["i"].as_i64().unwrap()))
+        .collect();
+    let expected: Vec<(i64, i64)> = published[15..].iter().zip(15..).map(|(a, i)| (a.seq, i)).collect();
+    assert_eq!(rest, expected);
+    assert_quiet(&mut stream, Duration::from_millis(200)).await;
+    if port.capabilities().get_event {
+        assert!(store.get_event(&published[3].event_id).await.unwrap().is_none());
+        assert!(store.get_event(&published[20].event_id).await.unwrap().is_some());
+    }
+    assert_eq!(port.truncate_before(&topic, bound).await.unwrap(), 0);
+}
