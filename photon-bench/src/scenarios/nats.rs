@@ -1,0 +1,169 @@
+//! The NATS port beside raw `async-nats` JetStream.
+//!
+//! The raw side does the same work without Photon: the same JSON payloads on per-key
+//! subjects, the same number of concurrent publishers each awaiting every ack, the same
+//! `Nats-Msg-Id` deduplication, one ordered consumer. The server is `PHOTON_NATS_URL`
+//! (default `nats://127.0.0.1:4222`); every stream the run creates is deleted afterwards.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::{pull, DeliverPolicy};
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, stream};
+use futures::StreamExt;
+use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
+use photon_core::{PhotonError, Result};
+
+use super::{measurements, photon_figures, Figures};
+use crate::measure::{per_second, BenchOptions, Latencies};
+use crate::report::Measurement;
+
+/// Runs the NATS scenario.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the server cannot be reached; publish and read errors.
+pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
+    let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let port = NatsStoragePortBuilder::new()
+        .url(url)
+        .stream_prefix(format!("bench-{run}"))
+        .build()
+        .await?;
+    let photon = photon_figures(Arc::new(port.clone()), options, "bench").await;
+    let raw = RawSide { context: port.jetstream().clone(), run: run.clone() };
+    let raw_figures = raw.figures(options).await;
+    let cleaned = port.delete_all_streams().await;
+    raw.delete_streams().await;
+    let (photon, raw_figures) = (photon?, raw_figures?);
+    cleaned?;
+    Ok(measurements("nats", &photon, &raw_figures))
+}
+
+fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
+    PhotonError::InvalidInput(format!("raw async-nats {what}: {err}"))
+}
+
+struct RawSide {
+    context: jetstream::Context,
+    run: String,
+}
+
+impl RawSide {
+    async fn figures(&self, options: &BenchOptions) -> Result<Figures> {
+        Ok(Figures {
+            publish: self.publish_rate(options).await?,
+            end_to_end: self.end_to_end_rate(options).await?,
+            latency: self.latency(options).await?,
+        })
+    }
+
+    fn stream_name(&self, measurement: &str) -> String {
+        format!("benchraw-{}-{measurement}", self.run)
+    }
+
+    fn subject(&self, measurement: &str, key: &str) -> String {
+        format!("benchraw.{}.{measurement}.{key}", self.run)
+    }
+
+    /// A stream with the settings Photon's topic streams have.
+    async fn stream(&self, measurement: &str) -> Result<stream::Stream> {
+        let config = stream::Config {
+            name: self.stream_name(measurement),
+            subjects: vec![format!("benchraw.{}.{measurement}.*", self.run)],
+            storage: stream::StorageType::File,
+            allow_direct: true,
+            duplicate_window: Duration::from_secs(120),
+            ..stream::Config::default()
+        };
+        self.context.get_or_create_stream(config).await.map_err(|e| raw_error("stream", e))
+    }
+
+    async fn delete_streams(&self) {
+        for measurement in ["publish", "e2e", "latency"] {
+            let _ = self.context.delete_stream(self.stream_name(measurement)).await;
+        }
+    }
+
+    /// Publishers each await every ack, as Photon's appends do.
+    async fn publish_all(&self, options: &BenchOptions, measurement: &str) -> Result<()> {
+        let mut tasks = Vec::with_capacity(options.publishers);
+        for publisher in 0..options.publishers {
+            let context = self.context.clone();
+            let options = *options;
+            let subjects: Vec<String> = (0..64).map(|k| self.subject(measurement, &format!("k{k}"))).collect();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..options.share(publisher) {
+                    let payload = serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+                    let message = PublishMessage::build()
+                        .payload(payload.into())
+                        .message_id(uuid::Uuid::now_v7().to_string());
+                    let subject = subjects[(publisher + i) % 64].clone();
+                    let ack = context.send_publish(subject, message).await.map_err(|e| raw_error("publish", e))?;
+                    ack.await.map_err(|e| raw_error("ack", e))?;
+                }
+                Ok::<_, PhotonError>(())
+            }));
+        }
+        for task in tasks {
+            task.await.map_err(|e| raw_error("publisher task", e))??;
+        }
+        Ok(())
+    }
+
+    async fn publish_rate(&self, options: &BenchOptions) -> Result<f64> {
+        self.stream("publish").await?;
+        let started = Instant::now();
+        self.publish_all(options, "publish").await?;
+        Ok(per_second(options.events, started.elapsed()))
+    }
+
+    async fn ordered_reader(&self, measurement: &str, deliver_policy: DeliverPolicy) -> Result<pull::Ordered> {
+        let stream = self.stream(measurement).await?;
+        let consumer = stream
+            .create_consumer(pull::OrderedConfig { deliver_policy, ..pull::OrderedConfig::default() })
+            .await
+            .map_err(|e| raw_error("consumer", e))?;
+        consumer.messages().await.map_err(|e| raw_error("messages", e))
+    }
+
+    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
+        let mut messages = self.ordered_reader("e2e", DeliverPolicy::All).await?;
+        let started = Instant::now();
+        let publishing = {
+            let raw = RawSide { context: self.context.clone(), run: self.run.clone() };
+            let options = *options;
+            tokio::spawn(async move { raw.publish_all(&options, "e2e").await })
+        };
+        for _ in 0..options.events {
+            let message = messages.next().await.ok_or_else(|| PhotonError::Closed("raw consumer".into()))?;
+            let message = message.map_err(|e| raw_error("read", e))?;
+            let _: serde_json::Value = serde_json::from_slice(&message.payload).map_err(|e| raw_error("decode", e))?;
+        }
+        let elapsed = started.elapsed();
+        publishing.await.map_err(|e| raw_error("publisher task", e))??;
+        Ok(per_second(options.events, elapsed))
+    }
+
+    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
+        let mut messages = self.ordered_reader("latency", DeliverPolicy::New).await?;
+        let subject = self.subject("latency", "n");
+        let mut latencies = Latencies::default();
+        for i in 0..options.latency_samples {
+            let started = Instant::now();
+            let payload = serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+            let message = PublishMessage::build().payload(payload.into()).message_id(uuid::Uuid::now_v7().to_string());
+            let ack = self.context.send_publish(subject.clone(), message).await.map_err(|e| raw_error("publish", e))?;
+            ack.await.map_err(|e| raw_error("ack", e))?;
+            messages.next().await.ok_or_else(|| PhotonError::Closed("raw consumer".into()))?.map_err(|e| raw_error("read", e))?;
+            latencies.record_since(started);
+        }
+        Ok(latencies)
+    }
+}
+
+/// The port the scenario measures, for callers that want to reuse its connection.
+pub async fn port_from_env() -> Result<NatsStoragePort> {
+    NatsStoragePortBuilder::new().build().await
+}

@@ -1,0 +1,105 @@
+//! The Photon half of every scenario, identical for every port.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use photon_core::{
+    CheckpointCommitter, CheckpointKey, EventStore, FlushPolicy, PhotonError, Result, StartAt,
+    StartPolicy, StoragePort, TransportCrypto,
+};
+use serde_json::json;
+
+use crate::measure::{per_second, BenchOptions, Latencies};
+
+/// The three figures of one side of a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// Acknowledged publishes per second with `publishers` concurrent tasks.
+    pub publish: f64,
+    /// Events per second from publish to a durable consumer's acknowledgement.
+    pub end_to_end: f64,
+    /// One-at-a-time publish → receive round trips.
+    pub latency: Latencies,
+}
+
+/// Measures Photon over `port`: publish throughput, end-to-end throughput through a durable
+/// subscription with coalesced checkpoints, and round-trip latency. Each measurement uses
+/// its own topic, prefixed with `run_id`.
+///
+/// # Errors
+/// The port's errors.
+pub async fn photon_figures(port: Arc<dyn StoragePort>, options: &BenchOptions, run_id: &str) -> Result<Figures> {
+    let store = EventStore::new(port, TransportCrypto::plaintext());
+    let publish = publish_rate(&store, options, &format!("{run_id}.publish")).await?;
+    let end_to_end = end_to_end_rate(&store, options, &format!("{run_id}.e2e")).await?;
+    let latency = round_trips(&store, options, &format!("{run_id}.latency")).await?;
+    Ok(Figures { publish, end_to_end, latency })
+}
+
+async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
+    let mut tasks = Vec::with_capacity(options.publishers);
+    for publisher in 0..options.publishers {
+        let store = store.clone();
+        let topic = topic.to_owned();
+        let options = *options;
+        tasks.push(tokio::spawn(async move {
+            for i in 0..options.share(publisher) {
+                let key = format!("k{}", (publisher + i) % 64);
+                store.publish(&topic, Some(&key), json!(null), options.payload(i)).await?;
+            }
+            Ok::<_, PhotonError>(())
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
+    }
+    store.port().flush().await
+}
+
+async fn publish_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
+    let started = Instant::now();
+    publish_all(store, options, topic).await?;
+    Ok(per_second(options.events, started.elapsed()))
+}
+
+async fn end_to_end_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
+    let checkpoint = CheckpointKey::new("bench", topic, None);
+    let committer = CheckpointCommitter::new(store.port().clone(), checkpoint.clone(), FlushPolicy::default());
+    let mut stream = store.subscribe_after_checkpoint(checkpoint, StartPolicy::Beginning);
+    let started = Instant::now();
+    let publishing = {
+        let store = store.clone();
+        let options = *options;
+        let topic = topic.to_owned();
+        tokio::spawn(async move { publish_all(&store, &options, &topic).await })
+    };
+    for _ in 0..options.events {
+        let event = stream
+            .next()
+            .await
+            .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+        committer.ack(event.seq).await?;
+    }
+    committer.flush().await?;
+    let elapsed = started.elapsed();
+    publishing
+        .await
+        .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
+    Ok(per_second(options.events, elapsed))
+}
+
+async fn round_trips(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<Latencies> {
+    let mut stream = store.subscribe(topic, None, StartAt::Tail);
+    // A first round trip establishes the subscription (brokers set it up lazily).
+    store.publish(topic, None, json!(null), options.payload(0)).await?;
+    stream.next().await.ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+    let mut latencies = Latencies::default();
+    for i in 0..options.latency_samples {
+        let started = Instant::now();
+        store.publish(topic, None, json!(null), options.payload(i)).await?;
+        stream.next().await.ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+        latencies.record_since(started);
+    }
+    Ok(latencies)
+}
