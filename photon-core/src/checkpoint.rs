@@ -77,7 +77,10 @@ impl CheckpointCommitter {
             lanes: Mutex::new(Lanes::default()),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(flush_periodically(Arc::downgrade(&committer), policy.interval));
+            runtime.spawn(flush_periodically(
+                Arc::downgrade(&committer),
+                policy.interval,
+            ));
         }
         committer
     }
@@ -146,7 +149,9 @@ impl CheckpointCommitter {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Lanes> {
         // A panic while holding this lock leaves plain integers behind: still consistent.
-        self.lanes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.lanes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -177,7 +182,9 @@ async fn flush_periodically(committer: Weak<CheckpointCommitter>, interval: Dura
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let Some(committer) = committer.upgrade() else { return };
+        let Some(committer) = committer.upgrade() else {
+            return;
+        };
         if let Err(err) = committer.flush().await {
             tracing::warn!(checkpoint = ?committer.key, %err, "checkpoint flush failed; will retry");
         }

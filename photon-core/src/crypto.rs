@@ -42,7 +42,9 @@ pub struct TransportCrypto {
 impl std::fmt::Debug for TransportCrypto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ids: Vec<&str> = self.keys.iter().map(|k| k.id.as_str()).collect();
-        f.debug_struct("TransportCrypto").field("key_ids", &ids).finish()
+        f.debug_struct("TransportCrypto")
+            .field("key_ids", &ids)
+            .finish()
     }
 }
 
@@ -66,7 +68,11 @@ impl TransportCrypto {
         let id = id.into();
         let key = key.as_ref();
         if id.is_empty() || id.contains([',', ':']) {
-            return Err(PhotonError::config("transport key id", id, "a non-empty id without ',' or ':'"));
+            return Err(PhotonError::config(
+                "transport key id",
+                id,
+                "a non-empty id without ',' or ':'",
+            ));
         }
         if key.len() != KEY_LEN {
             return Err(PhotonError::config(
@@ -76,13 +82,19 @@ impl TransportCrypto {
             ));
         }
         if self.keys.iter().any(|k| k.id == id) {
-            return Err(PhotonError::config("transport key id", id, "ids unique in the key ring"));
+            return Err(PhotonError::config(
+                "transport key id",
+                id,
+                "ids unique in the key ring",
+            ));
         }
         let cipher = XChaCha20Poly1305::new_from_slice(key)
             .map_err(|_| PhotonError::config("transport key", "<redacted>", "exactly 32 bytes"))?;
         let mut keys = self.keys.as_ref().clone();
         keys.push(TransportKey { id, cipher });
-        Ok(Self { keys: Arc::new(keys) })
+        Ok(Self {
+            keys: Arc::new(keys),
+        })
     }
 
     /// Reads [`TRANSPORT_KEYS_ENV`], else [`TRANSPORT_KEY_ENV`]; plaintext when neither is set.
@@ -147,14 +159,21 @@ impl TransportCrypto {
         let Some(sealing) = self.keys.last() else {
             return Ok(Body::Plain { actor, payload });
         };
-        let plaintext = serde_json::to_vec(&serde_json::json!({ "actor": actor, "payload": payload }))
-            .map_err(|e| PhotonError::codec("event body", e))?;
+        let plaintext =
+            serde_json::to_vec(&serde_json::json!({ "actor": actor, "payload": payload }))
+                .map_err(|e| PhotonError::codec("event body", e))?;
         let mut nonce = [0u8; 24];
         rand::thread_rng().fill_bytes(&mut nonce);
         let aad = associated_data(&sealing.id, envelope_id, topic, key);
         let ciphertext = sealing
             .cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plaintext, aad: &aad })
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &plaintext,
+                    aad: &aad,
+                },
+            )
             .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
         Ok(Body::Sealed(SealedBody {
             key_id: sealing.id.clone(),
@@ -197,7 +216,10 @@ impl TransportCrypto {
             .decode(&sealed.nonce)
             .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
         if nonce.len() != 24 {
-            return Err(CryptoFailure::Malformed(format!("nonce of {} bytes", nonce.len())));
+            return Err(CryptoFailure::Malformed(format!(
+                "nonce of {} bytes",
+                nonce.len()
+            )));
         }
         let ciphertext = BASE64
             .decode(&sealed.ciphertext)
@@ -210,7 +232,13 @@ impl TransportCrypto {
         );
         let plaintext = key
             .cipher
-            .decrypt(XNonce::from_slice(&nonce), Payload { msg: &ciphertext, aad: &aad })
+            .decrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: &aad,
+                },
+            )
             .map_err(|_| CryptoFailure::Tampered)?;
         let mut opened: serde_json::Map<String, Value> = serde_json::from_slice(&plaintext)
             .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))?;
@@ -246,7 +274,15 @@ mod tests {
     use serde_json::json;
 
     fn record(crypto: &TransportCrypto, envelope: &str, topic: &str, key: Option<&str>) -> Record {
-        let body = crypto.seal(envelope, topic, key, json!({"u": 1}), json!({"secret": "s3"})).unwrap();
+        let body = crypto
+            .seal(
+                envelope,
+                topic,
+                key,
+                json!({"u": 1}),
+                json!({"secret": "s3"}),
+            )
+            .unwrap();
         let draft = RecordDraft {
             envelope_id: envelope.into(),
             topic_name: topic.into(),
@@ -266,38 +302,59 @@ mod tests {
 
     #[test]
     fn seal_then_open() {
-        let crypto = TransportCrypto::plaintext().with_key("k1", [1u8; 32]).unwrap();
+        let crypto = TransportCrypto::plaintext()
+            .with_key("k1", [1u8; 32])
+            .unwrap();
         let sealed = record(&crypto, "e1", "t", Some("k"));
         let text = serde_json::to_string(&sealed).unwrap();
         assert!(!text.contains("s3"), "plaintext leaked: {text}");
-        assert_eq!(crypto.open(&sealed).unwrap(), (json!({"u": 1}), json!({"secret": "s3"})));
+        assert_eq!(
+            crypto.open(&sealed).unwrap(),
+            (json!({"u": 1}), json!({"secret": "s3"}))
+        );
     }
 
     #[test]
     fn moved_or_tampered_records_are_refused() {
-        let crypto = TransportCrypto::plaintext().with_key("k1", [1u8; 32]).unwrap();
+        let crypto = TransportCrypto::plaintext()
+            .with_key("k1", [1u8; 32])
+            .unwrap();
         let original = record(&crypto, "e1", "t", Some("k"));
         let mut moved_topic = original.clone();
         moved_topic.topic_name = "u".into();
-        assert_eq!(reason(crypto.open(&moved_topic).unwrap_err()), CryptoFailure::Tampered);
+        assert_eq!(
+            reason(crypto.open(&moved_topic).unwrap_err()),
+            CryptoFailure::Tampered
+        );
         let mut moved_event = original.clone();
         moved_event.envelope_id = "e2".into();
-        assert_eq!(reason(crypto.open(&moved_event).unwrap_err()), CryptoFailure::Tampered);
+        assert_eq!(
+            reason(crypto.open(&moved_event).unwrap_err()),
+            CryptoFailure::Tampered
+        );
         let mut moved_key = original.clone();
         moved_key.topic_key = None;
-        assert_eq!(reason(crypto.open(&moved_key).unwrap_err()), CryptoFailure::Tampered);
+        assert_eq!(
+            reason(crypto.open(&moved_key).unwrap_err()),
+            CryptoFailure::Tampered
+        );
         let mut flipped = original;
         if let Body::Sealed(s) = &mut flipped.body {
             let mut bytes = BASE64.decode(&s.ciphertext).unwrap();
             bytes[0] ^= 1;
             s.ciphertext = BASE64.encode(bytes);
         }
-        assert_eq!(reason(crypto.open(&flipped).unwrap_err()), CryptoFailure::Tampered);
+        assert_eq!(
+            reason(crypto.open(&flipped).unwrap_err()),
+            CryptoFailure::Tampered
+        );
     }
 
     #[test]
     fn rotation_and_wrong_keys() {
-        let old = TransportCrypto::plaintext().with_key("old", [1u8; 32]).unwrap();
+        let old = TransportCrypto::plaintext()
+            .with_key("old", [1u8; 32])
+            .unwrap();
         let rotated = old.clone().with_key("new", [2u8; 32]).unwrap();
         let before = record(&old, "e1", "t", None);
         let after = record(&rotated, "e2", "t", None);
@@ -307,10 +364,18 @@ mod tests {
             reason(old.open(&after).unwrap_err()),
             CryptoFailure::UnknownKey("new".into())
         );
-        let impostor = TransportCrypto::plaintext().with_key("old", [9u8; 32]).unwrap();
-        assert_eq!(reason(impostor.open(&before).unwrap_err()), CryptoFailure::Tampered);
+        let impostor = TransportCrypto::plaintext()
+            .with_key("old", [9u8; 32])
+            .unwrap();
+        assert_eq!(
+            reason(impostor.open(&before).unwrap_err()),
+            CryptoFailure::Tampered
+        );
         let plain = record(&TransportCrypto::plaintext(), "e3", "t", None);
-        assert_eq!(reason(rotated.open(&plain).unwrap_err()), CryptoFailure::UnsealedRecord);
+        assert_eq!(
+            reason(rotated.open(&plain).unwrap_err()),
+            CryptoFailure::UnsealedRecord
+        );
         assert_eq!(
             reason(TransportCrypto::plaintext().open(&before).unwrap_err()),
             CryptoFailure::NoKeyConfigured

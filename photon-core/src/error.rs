@@ -33,7 +33,9 @@ impl std::fmt::Display for CryptoFailure {
             Self::UnsealedRecord => {
                 f.write_str("plaintext record refused because a transport key is configured")
             }
-            Self::NoKeyConfigured => f.write_str("record is sealed but no transport key is configured"),
+            Self::NoKeyConfigured => {
+                f.write_str("record is sealed but no transport key is configured")
+            }
             Self::Malformed(why) => write!(f, "malformed sealed body: {why}"),
         }
     }
@@ -230,8 +232,12 @@ mod tests {
 
     #[test]
     fn retryable_variants() {
-        assert!(PhotonError::Unavailable { backend: "mem", message: "x".into(), source: None }
-            .is_retryable());
+        assert!(PhotonError::Unavailable {
+            backend: "mem",
+            message: "x".into(),
+            source: None
+        }
+        .is_retryable());
         assert!(PhotonError::handler("boom").is_retryable());
         assert!(!PhotonError::handler_permanent("boom").is_retryable());
         assert!(!PhotonError::NotFound("x".into()).is_retryable());
@@ -240,6 +246,9 @@ mod tests {
     #[test]
     fn config_error_names_variable() {
         let err = PhotonError::config("PHOTON_X", "abc", "an integer");
-        assert_eq!(err.to_string(), "invalid configuration PHOTON_X=\"abc\": expected an integer");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration PHOTON_X=\"abc\": expected an integer"
+        );
     }
 }

@@ -115,7 +115,9 @@ impl Record {
 /// Serialized size of a body in bytes.
 pub fn body_len(body: &Body) -> usize {
     // Serializing a Body cannot fail: it holds only JSON values and strings.
-    serde_json::to_vec(body).map(|v| v.len()).unwrap_or(usize::MAX)
+    serde_json::to_vec(body)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX)
 }
 
 /// What a port returns for an append.

@@ -21,7 +21,9 @@ use tokio::sync::mpsc;
 
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
-use crate::port::{Acknowledge, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt, SubscribeRequest};
+use crate::port::{
+    Acknowledge, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt, SubscribeRequest,
+};
 
 /// Events in flight per member before the dispatcher stops reading the topic.
 const IN_FLIGHT_PER_MEMBER: usize = 1024;
@@ -56,19 +58,25 @@ impl GroupDispatchers {
         open: impl FnOnce(SubscribeRequest) -> RecordStream,
     ) -> DeliveryStream {
         let closed = || -> DeliveryStream {
-            Box::pin(futures::stream::once(std::future::ready(Err(PhotonError::Closed(format!(
-                "group {}",
-                request.group
-            ))))))
+            Box::pin(futures::stream::once(std::future::ready(Err(
+                PhotonError::Closed(format!("group {}", request.group)),
+            ))))
         };
-        let Some(control) = self.dispatcher(&request.group, &request.topic, request.start, open) else {
+        let Some(control) = self.dispatcher(&request.group, &request.topic, request.start, open)
+        else {
             return closed();
         };
         let (sender, receiver) = mpsc::unbounded_channel();
-        if control.send(Control::Join(request.member.clone(), sender)).is_err() {
+        if control
+            .send(Control::Join(request.member.clone(), sender))
+            .is_err()
+        {
             return closed();
         }
-        let membership = Membership { control, member: request.member };
+        let membership = Membership {
+            control,
+            member: request.member,
+        };
         Box::pin(futures::stream::unfold(
             (receiver, membership),
             |(mut receiver, membership)| async move {
@@ -86,7 +94,10 @@ impl GroupDispatchers {
         open: impl FnOnce(SubscribeRequest) -> RecordStream,
     ) -> Option<mpsc::UnboundedSender<Control>> {
         // Only map lookups and inserts happen under this lock: a panic cannot leave it torn.
-        let mut dispatchers = self.dispatchers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut dispatchers = self
+            .dispatchers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let id = (group.to_owned(), topic.to_owned());
         if let Some(control) = dispatchers.get(&id).filter(|c| !c.is_closed()) {
             return Some(control.clone());
@@ -187,7 +198,9 @@ impl Dispatcher {
     }
 
     fn acknowledge(&mut self, seq: i64) {
-        let Some(done) = self.in_flight.remove(&seq) else { return };
+        let Some(done) = self.in_flight.remove(&seq) else {
+            return;
+        };
         if let Some(key) = done.record.topic_key {
             if let Some((_, count)) = self.key_owner.get_mut(&key) {
                 *count -= 1;
@@ -218,7 +231,9 @@ impl Dispatcher {
 
     fn redispatch_waiting(&mut self) {
         while !self.members.is_empty() {
-            let Some(record) = self.waiting.pop_front() else { return };
+            let Some(record) = self.waiting.pop_front() else {
+                return;
+            };
             self.dispatch(record);
         }
     }
@@ -233,8 +248,14 @@ impl Dispatcher {
             self.waiting.push_front(record);
             return;
         };
-        let ack = GroupAck { control: self.control.clone(), seq: record.seq };
-        let delivery = Delivery { record: record.clone(), ack: Box::new(ack) };
+        let ack = GroupAck {
+            control: self.control.clone(),
+            seq: record.seq,
+        };
+        let delivery = Delivery {
+            record: record.clone(),
+            ack: Box::new(ack),
+        };
         if sender.send(Ok(delivery)).is_err() {
             // The member is gone and its Leave is still queued: handle the leave now, so its
             // keys and unacknowledged events (all of lower seq, hence queued ahead of this
@@ -244,10 +265,14 @@ impl Dispatcher {
             return;
         }
         if let Some(key) = &record.topic_key {
-            let owner = self.key_owner.entry(key.clone()).or_insert((member.clone(), 0));
+            let owner = self
+                .key_owner
+                .entry(key.clone())
+                .or_insert((member.clone(), 0));
             owner.1 += 1;
         }
-        self.in_flight.insert(record.seq, InFlight { record, member });
+        self.in_flight
+            .insert(record.seq, InFlight { record, member });
     }
 
     fn choose(&mut self, key: Option<&str>) -> Option<String> {
@@ -273,4 +298,3 @@ impl Dispatcher {
         self.members.keys().nth(index).cloned()
     }
 }
-

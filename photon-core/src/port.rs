@@ -42,7 +42,11 @@ pub struct CheckpointKey {
 
 impl CheckpointKey {
     /// A checkpoint key.
-    pub fn new(subscription: impl Into<String>, topic: impl Into<String>, key: Option<&str>) -> Self {
+    pub fn new(
+        subscription: impl Into<String>,
+        topic: impl Into<String>,
+        key: Option<&str>,
+    ) -> Self {
         Self {
             subscription: subscription.into(),
             topic: topic.into(),
@@ -100,7 +104,9 @@ pub struct Delivery {
 
 impl std::fmt::Debug for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Delivery").field("record", &self.record).finish_non_exhaustive()
+        f.debug_struct("Delivery")
+            .field("record", &self.record)
+            .finish_non_exhaustive()
     }
 }
 
@@ -162,7 +168,12 @@ pub trait StoragePort: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`PhotonError::Unsupported`] without the capability.
-    async fn list_by_topic(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
+    async fn list_by_topic(
+        &self,
+        topic: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
         let _ = (topic, after_seq, limit);
         Err(self.unsupported("list_by_topic"))
     }
@@ -234,7 +245,7 @@ pub trait StoragePort: Send + Sync + 'static {
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
         let _ = request;
         Box::pin(futures::stream::once(std::future::ready(Err(
-            self.unsupported("subscribe_group"),
+            self.unsupported("subscribe_group")
         ))))
     }
 

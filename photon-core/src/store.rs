@@ -111,7 +111,7 @@ impl EventStore {
                 limit,
             });
         }
-        let envelope_id = uuid::Uuid::now_v7().to_string();
+        let envelope_id = new_envelope_id();
         let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
         Ok(RecordDraft {
             envelope_id,
@@ -174,7 +174,11 @@ impl EventStore {
 
     /// Streams a durable subscription's events: after its checkpoint, or per `policy` when
     /// it has none.
-    pub fn subscribe_after_checkpoint(&self, checkpoint: CheckpointKey, policy: StartPolicy) -> EventStream {
+    pub fn subscribe_after_checkpoint(
+        &self,
+        checkpoint: CheckpointKey,
+        policy: StartPolicy,
+    ) -> EventStream {
         if let Err(err) = validate_request(&checkpoint.topic, checkpoint.key.as_deref()) {
             return Box::pin(futures::stream::once(std::future::ready(Err(err))));
         }
@@ -211,6 +215,16 @@ impl EventStore {
             None => Ok(None),
         }
     }
+}
+
+/// A time-ordered (UUID v7) envelope id. The random part comes from the thread-local
+/// CSPRNG rather than the OS, which would cost a system call per publish.
+fn new_envelope_id() -> String {
+    let millis = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0);
+    let random: [u8; 10] = rand::random();
+    uuid::Builder::from_unix_timestamp_millis(millis, &random)
+        .into_uuid()
+        .to_string()
 }
 
 fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {

@@ -58,7 +58,10 @@ pub fn validate_topic_key(topic: &str, key: &str) -> Result<()> {
     let reason = if key.is_empty() {
         "must not be empty (use no key instead)".to_owned()
     } else if key.len() > MAX_TOPIC_KEY_LEN {
-        format!("is {} bytes, longer than the limit of {MAX_TOPIC_KEY_LEN}", key.len())
+        format!(
+            "is {} bytes, longer than the limit of {MAX_TOPIC_KEY_LEN}",
+            key.len()
+        )
     } else if key.chars().any(char::is_control) {
         "must not contain control characters".to_owned()
     } else {
@@ -161,7 +164,10 @@ mod tests {
         }
         for bad in ["", "A", "a b", ".a", "-a", "a/b", "é", &"x".repeat(129)] {
             assert!(
-                matches!(validate_topic_name(bad), Err(PhotonError::InvalidTopic { .. })),
+                matches!(
+                    validate_topic_name(bad),
+                    Err(PhotonError::InvalidTopic { .. })
+                ),
                 "{bad}"
             );
         }
@@ -179,11 +185,19 @@ mod tests {
     #[test]
     fn registry_refuses_conflicts() {
         let mut registry = TopicRegistry::new();
-        let a = TopicDescriptor { name: "a", keyed_by: None, type_name: "A" };
+        let a = TopicDescriptor {
+            name: "a",
+            keyed_by: None,
+            type_name: "A",
+        };
         registry.register(a).unwrap();
         registry.register(a).unwrap();
         assert_eq!(registry.len(), 1);
-        let b = TopicDescriptor { name: "a", keyed_by: Some("id"), type_name: "B" };
+        let b = TopicDescriptor {
+            name: "a",
+            keyed_by: Some("id"),
+            type_name: "B",
+        };
         assert!(registry.register(b).is_err());
     }
 }

@@ -142,7 +142,10 @@ impl PhotonBackend for GenericPhotonBackend {
         actor_json: Value,
         payload_json: Value,
     ) -> Result<String, PhotonError> {
-        let appended = self.store.publish(topic_name, topic_key, actor_json, payload_json).await?;
+        let appended = self
+            .store
+            .publish(topic_name, topic_key, actor_json, payload_json)
+            .await?;
         Ok(appended.event_id)
     }
 
@@ -153,7 +156,8 @@ impl PhotonBackend for GenericPhotonBackend {
         after_seq: Option<i64>,
     ) -> Pin<Box<dyn Stream<Item = Result<Event, PhotonError>> + Send>> {
         let start = after_seq.map_or(StartAt::Beginning, StartAt::AfterSeq);
-        self.store.subscribe(&topic_name, topic_key_filter.as_deref(), start)
+        self.store
+            .subscribe(&topic_name, topic_key_filter.as_deref(), start)
     }
 
     async fn get_event(&self, event_id: &str) -> Result<Option<Event>, PhotonError> {

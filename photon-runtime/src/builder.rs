@@ -5,6 +5,7 @@ use std::sync::Arc;
 use photon_core::mem::MemStoragePort;
 use photon_core::{FlushPolicy, Result, StoragePort, TopicRegistry, TransportCrypto};
 
+use crate::executor::ExecutorConfig;
 use crate::photon::Photon;
 
 /// Builds a [`Photon`]. Every setting has a default: the in-process `mem` port, the keys of
@@ -32,6 +33,7 @@ pub struct PhotonBuilder {
     keys: Vec<(String, Vec<u8>)>,
     registry: Option<TopicRegistry>,
     flush_policy: FlushPolicy,
+    executor_config: Option<ExecutorConfig>,
 }
 
 impl std::fmt::Debug for PhotonBuilder {
@@ -42,6 +44,7 @@ impl std::fmt::Debug for PhotonBuilder {
             .field("crypto", &self.crypto)
             .field("key_ids", &key_ids)
             .field("flush_policy", &self.flush_policy)
+            .field("executor_config", &self.executor_config)
             .finish_non_exhaustive()
     }
 }
@@ -90,11 +93,27 @@ impl PhotonBuilder {
         self
     }
 
+    /// Settings of the handler executor (default: `ExecutorConfig::from_env`).
+    ///
+    /// ```
+    /// use photon_runtime::{ExecutorConfig, PhotonBuilder};
+    /// let photon = PhotonBuilder::new()
+    ///     .executor_config(ExecutorConfig::builder().parallelism(4).build().unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(photon.executor_config().parallelism, 4);
+    /// ```
+    pub fn executor_config(mut self, config: ExecutorConfig) -> Self {
+        self.executor_config = Some(config);
+        self
+    }
+
     /// Builds the handle.
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a malformed key (naming the variable or key
-    /// id) and [`photon_core::PhotonError::InvalidTopic`] for a bad `#[topic]` declaration.
+    /// id) or a bad `PHOTON_EXECUTOR_*` variable, and
+    /// [`photon_core::PhotonError::InvalidTopic`] for a bad `#[topic]` declaration.
     pub fn build(self) -> Result<Photon> {
         let mut crypto = match (self.crypto, self.keys.is_empty()) {
             (Some(crypto), _) => crypto,
@@ -109,6 +128,19 @@ impl PhotonBuilder {
             None => TopicRegistry::from_inventory()?,
         };
         let port = self.port.unwrap_or_else(|| Arc::new(MemStoragePort::new()));
-        Ok(Photon::assemble(port, crypto, registry, self.flush_policy))
+        let executor_config = match self.executor_config {
+            Some(config) => {
+                config.validate()?;
+                config
+            }
+            None => ExecutorConfig::from_env()?,
+        };
+        Ok(Photon::assemble(
+            port,
+            crypto,
+            registry,
+            self.flush_policy,
+            executor_config,
+        ))
     }
 }

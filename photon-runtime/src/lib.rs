@@ -1,5 +1,5 @@
 //! Photon's runtime: [`Photon`] handles, the object-safe [`PhotonBackend`], durable
-//! subscriptions.
+//! subscriptions, typed topics ([`TypedTopic`]) and the handler [`executor`].
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -20,11 +20,18 @@
 
 mod backend;
 mod builder;
+pub mod executor;
 mod photon;
 mod subscription;
 
 pub use backend::{GenericPhotonBackend, PhotonBackend};
 pub use builder::PhotonBuilder;
+pub use executor::{
+    AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
+    ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
+    HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, SubscribeOptions,
+    TopicSnapshot, TypedEvent, TypedStream, TypedTopic,
+};
 pub use photon::Photon;
 pub use subscription::DurableSubscription;
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
+use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
 use crate::subscription::DurableSubscription;
 
 /// A Photon instance over one storage port. Clones share everything.
@@ -22,6 +23,8 @@ struct Inner {
     backend: Arc<GenericPhotonBackend>,
     flush_policy: FlushPolicy,
     committers: Mutex<Vec<Weak<CheckpointCommitter>>>,
+    executor_config: ExecutorConfig,
+    executors: Mutex<Vec<Arc<ExecutorShared>>>,
 }
 
 impl std::fmt::Debug for Photon {
@@ -44,6 +47,7 @@ impl Photon {
         crypto: TransportCrypto,
         registry: TopicRegistry,
         flush_policy: FlushPolicy,
+        executor_config: ExecutorConfig,
     ) -> Self {
         let store = EventStore::new(port, crypto);
         Self {
@@ -51,6 +55,8 @@ impl Photon {
                 backend: Arc::new(GenericPhotonBackend::from_store(store, registry)),
                 flush_policy,
                 committers: Mutex::new(Vec::new()),
+                executor_config,
+                executors: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -63,13 +69,23 @@ impl Photon {
     ///
     /// # Cancel safety
     /// A cancelled publish may or may not be stored; one that returned `Ok` always is.
-    pub async fn publish(&self, topic: &str, key: Option<&str>, actor: Value, payload: Value) -> Result<Appended> {
+    pub async fn publish(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+    ) -> Result<Appended> {
         self.store().publish(topic, key, actor, payload).await
     }
 
     /// Streams a topic (or one key of it) from the oldest event, or after `after_seq`.
     pub fn subscribe(&self, topic: &str, key: Option<&str>, after_seq: Option<i64>) -> EventStream {
-        self.subscribe_at(topic, key, after_seq.map_or(StartAt::Beginning, StartAt::AfterSeq))
+        self.subscribe_at(
+            topic,
+            key,
+            after_seq.map_or(StartAt::Beginning, StartAt::AfterSeq),
+        )
     }
 
     /// Streams a topic from an explicit position (`StartAt::Tail` for live-only).
@@ -99,8 +115,16 @@ impl Photon {
 
     /// A checkpoint committer registered for flushing on [`Photon::shutdown`].
     pub fn committer(&self, checkpoint: CheckpointKey) -> Arc<CheckpointCommitter> {
-        let committer = CheckpointCommitter::new(self.store().port().clone(), checkpoint, self.inner.flush_policy);
-        let mut committers = self.inner.committers.lock().unwrap_or_else(|p| p.into_inner());
+        let committer = CheckpointCommitter::new(
+            self.store().port().clone(),
+            checkpoint,
+            self.inner.flush_policy,
+        );
+        let mut committers = self
+            .inner
+            .committers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         committers.retain(|weak| weak.strong_count() > 0);
         committers.push(Arc::downgrade(&committer));
         committer
@@ -119,16 +143,33 @@ impl Photon {
     ///
     /// # Errors
     /// The port's storage errors.
-    pub async fn checkpoint(&self, name: &str, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
-        self.inner.backend.get_checkpoint_seq(name, topic, key).await
+    pub async fn checkpoint(
+        &self,
+        name: &str,
+        topic: &str,
+        key: Option<&str>,
+    ) -> Result<Option<i64>> {
+        self.inner
+            .backend
+            .get_checkpoint_seq(name, topic, key)
+            .await
     }
 
     /// Commits a checkpoint directly (never regresses).
     ///
     /// # Errors
     /// The port's storage errors.
-    pub async fn set_checkpoint(&self, name: &str, topic: &str, key: Option<&str>, seq: i64) -> Result<()> {
-        self.inner.backend.set_checkpoint(name, topic, key, seq).await
+    pub async fn set_checkpoint(
+        &self,
+        name: &str,
+        topic: &str,
+        key: Option<&str>,
+        seq: i64,
+    ) -> Result<()> {
+        self.inner
+            .backend
+            .set_checkpoint(name, topic, key, seq)
+            .await
     }
 
     /// This instance as an object-safe backend.
@@ -151,17 +192,60 @@ impl Photon {
         self.inner.flush_policy
     }
 
-    /// Commits every pending checkpoint of this instance's durable subscriptions and waits
-    /// for the port to store accepted appends.
+    /// A builder for a handler executor on this instance (closures, typed handlers,
+    /// `#[subscribe]` functions).
+    pub fn executor(&self) -> ExecutorBuilder {
+        ExecutorBuilder::new(self.clone())
+    }
+
+    /// Starts every handler declared with `#[subscribe]` in the linked program.
+    ///
+    /// # Errors
+    /// As [`ExecutorBuilder::start`].
+    pub fn start_executor(&self) -> Result<Executor> {
+        self.executor().declared_handlers().start()
+    }
+
+    /// The executor settings (`PhotonBuilder::executor_config`, else the environment).
+    pub fn executor_config(&self) -> &ExecutorConfig {
+        &self.inner.executor_config
+    }
+
+    pub(crate) fn attach_executor(&self, executor: Arc<ExecutorShared>) {
+        self.lock_executors().push(executor);
+    }
+
+    pub(crate) fn executors(&self) -> Vec<Arc<ExecutorShared>> {
+        self.lock_executors().clone()
+    }
+
+    fn lock_executors(&self) -> std::sync::MutexGuard<'_, Vec<Arc<ExecutorShared>>> {
+        // The list is only pushed to and cloned: a poisoned lock still holds a valid list.
+        let executors = &self.inner.executors;
+        executors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops the executors started on this instance (in-flight handlers finish, bounded by
+    /// the shutdown timeout), then commits every pending checkpoint of this instance's
+    /// durable subscriptions and waits for the port to store accepted appends.
     ///
     /// # Errors
     /// The first commit or flush error; the other checkpoints are still flushed.
     pub async fn shutdown(&self) -> Result<()> {
+        let mut first_error = None;
+        for executor in self.executors() {
+            if let Err(err) = executor.shutdown().await {
+                first_error.get_or_insert(err);
+            }
+        }
         let committers: Vec<_> = {
-            let committers = self.inner.committers.lock().unwrap_or_else(|p| p.into_inner());
+            let committers = self
+                .inner
+                .committers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             committers.iter().filter_map(Weak::upgrade).collect()
         };
-        let mut first_error = None;
         for committer in committers {
             if let Err(err) = committer.flush().await {
                 first_error.get_or_insert(err);

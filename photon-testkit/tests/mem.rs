@@ -19,4 +19,8 @@ impl PortFactory for MemFactory {
     }
 }
 
-photon_testkit::conformance_tests!(async { Some(MemFactory { port: MemStoragePort::new() }) });
+photon_testkit::conformance_tests!(async {
+    Some(MemFactory {
+        port: MemStoragePort::new(),
+    })
+});

@@ -27,14 +27,19 @@
 pub use futures;
 pub use photon_core as core;
 pub use photon_core::{
-    mem, Appended, CheckpointKey, Event, EventStore, EventStream, FlushPolicy, PhotonError,
-    Result, StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor,
-    TopicRegistry, TransportCrypto,
+    mem, Appended, CheckpointKey, Event, EventStore, EventStream, FlushPolicy, PhotonError, Result,
+    StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
+    TransportCrypto,
 };
 
 #[cfg(feature = "runtime")]
+pub use photon_runtime as runtime;
+
+#[cfg(feature = "runtime")]
 pub use photon_runtime::{
-    DurableSubscription, GenericPhotonBackend, Photon, PhotonBackend, PhotonBuilder,
+    executor, AdminSnapshot, DeadLetter, DurableSubscription, Executor, ExecutorConfig,
+    GenericPhotonBackend, HandlerOptions, Photon, PhotonBackend, PhotonBuilder, SubscribeOptions,
+    TypedEvent, TypedStream, TypedTopic,
 };
 
 #[cfg(feature = "macros")]
@@ -56,7 +61,10 @@ pub mod prelude {
     pub use crate::{Event, PhotonError, StartAt, StartPolicy};
 
     #[cfg(feature = "runtime")]
-    pub use crate::{DurableSubscription, Photon, PhotonBuilder};
+    pub use crate::{
+        DurableSubscription, Executor, Photon, PhotonBuilder, SubscribeOptions, TypedEvent,
+        TypedTopic,
+    };
 
     #[cfg(feature = "macros")]
     pub use crate::{subscribe, topic};

@@ -30,14 +30,24 @@ type Deliveries = Vec<(String, i64)>;
 /// Any Photon error, or a broken delivery guarantee.
 pub async fn run(args: DemoArgs) -> Result<(), PhotonError> {
     if args.events == 0 || args.keys == 0 {
-        return Err(PhotonError::InvalidInput("--events and --keys must be at least 1".into()));
+        return Err(PhotonError::InvalidInput(
+            "--events and --keys must be at least 1".into(),
+        ));
     }
     let photon = Photon::builder().build()?;
-    println!("photon demo: in-process store, topic {TOPIC}, {} keys", args.keys);
+    println!(
+        "photon demo: in-process store, topic {TOPIC}, {} keys",
+        args.keys
+    );
     for n in 0..args.events {
         let key = format!("customer-{}", n % args.keys);
         photon
-            .publish(TOPIC, Some(&key), json!({"service": "shop"}), json!({"order": n, "amount": n * 3}))
+            .publish(
+                TOPIC,
+                Some(&key),
+                json!({"service": "shop"}),
+                json!({"order": n, "amount": n * 3}),
+            )
             .await?;
     }
     println!("published {} events", args.events);
@@ -52,7 +62,10 @@ pub async fn run(args: DemoArgs) -> Result<(), PhotonError> {
     println!("stored checkpoint: seq {checkpoint}");
 
     let second = consume(&photon, None).await?;
-    println!("consumer run 2: resumed after seq {checkpoint}, handled {} events", second.len());
+    println!(
+        "consumer run 2: resumed after seq {checkpoint}, handled {} events",
+        second.len()
+    );
 
     verify(args.events, &first, &second)
 }
@@ -80,7 +93,9 @@ async fn wait_for_checkpoint(photon: &Photon, expected: i64) -> Result<i64, Phot
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Err(PhotonError::InvalidInput(format!("checkpoint did not reach {expected}")))
+    Err(PhotonError::InvalidInput(format!(
+        "checkpoint did not reach {expected}"
+    )))
 }
 
 fn verify(events: usize, first: &Deliveries, second: &Deliveries) -> Result<(), PhotonError> {
@@ -92,14 +107,19 @@ fn verify(events: usize, first: &Deliveries, second: &Deliveries) -> Result<(), 
     for (key, order) in &all {
         per_key.entry(key).or_default().push(*order);
     }
-    let out_of_order = per_key.values().filter(|orders| orders.windows(2).any(|w| w[0] >= w[1])).count();
+    let out_of_order = per_key
+        .values()
+        .filter(|orders| orders.windows(2).any(|w| w[0] >= w[1]))
+        .count();
     println!(
         "delivered {} of {events} events: missing {missing}, duplicates {duplicates}, keys out of order {out_of_order} of {}",
         unique.len(),
         per_key.len()
     );
     if missing > 0 || out_of_order > 0 {
-        return Err(PhotonError::InvalidInput("delivery guarantee broken".into()));
+        return Err(PhotonError::InvalidInput(
+            "delivery guarantee broken".into(),
+        ));
     }
     println!("nothing lost: every event delivered, per-key order kept");
     Ok(())

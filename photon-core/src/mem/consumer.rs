@@ -24,7 +24,7 @@ impl MemStoragePort {
     pub(super) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
         let (after, head) = {
             let mut state = self.shared.lock();
-            let log = state.topic_mut(&request.topic);
+            let (_, log) = state.topic_mut(&request.topic);
             let after = match request.start {
                 StartAt::Beginning => 0,
                 StartAt::AfterSeq(seq) => seq,
@@ -63,11 +63,16 @@ impl Cursor {
     }
 
     fn fill(&mut self) {
-        let state = self.port.shared.lock();
-        if let Some(log) = state.topics.get(&self.topic) {
+        let records = {
+            let state = self.port.shared.lock();
+            let Some(log) = state.topic(&self.topic) else {
+                return;
+            };
             let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
             self.after = scanned;
-            self.buffer.extend(records);
-        }
+            records
+        };
+        // Deep copies are made outside the lock so that publishers are not held up.
+        self.buffer.extend(records.iter().map(|r| Record::clone(r)));
     }
 }

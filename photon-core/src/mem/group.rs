@@ -6,8 +6,8 @@ use crate::port::{DeliveryStream, GroupRequest};
 impl MemStoragePort {
     pub(super) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
         let port = self.clone();
-        self.shared
-            .groups
-            .join(request, move |subscription| port.open_subscription(subscription))
+        self.shared.groups.join(request, move |subscription| {
+            port.open_subscription(subscription)
+        })
     }
 }

@@ -8,7 +8,9 @@ use super::topic::State;
 use crate::capabilities::{StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::error::Result;
 use crate::event::{Appended, Record, RecordDraft};
-use crate::port::{CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, SubscribeRequest};
+use crate::port::{
+    CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, SubscribeRequest,
+};
 
 /// In-process storage: the default port, for development and tests.
 ///
@@ -38,7 +40,9 @@ pub(super) struct Shared {
 impl Shared {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         // The state is only mutated by short, non-panicking sections.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -99,7 +103,12 @@ impl StoragePort for MemStoragePort {
         Ok(self.find(event_id))
     }
 
-    async fn list_by_topic(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
+    async fn list_by_topic(
+        &self,
+        topic: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
         Ok(self.list_after(topic, after_seq, limit))
     }
 

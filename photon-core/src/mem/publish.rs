@@ -3,28 +3,27 @@
 use std::sync::Arc;
 
 use super::port::MemStoragePort;
+use super::topic::{event_id, parse_event_id};
 use crate::event::{Appended, Record, RecordDraft};
 
 impl MemStoragePort {
-    /// Stores a draft; its envelope id is its event id.
+    /// Stores a draft.
     pub(super) fn append_now(&self, draft: RecordDraft) -> Appended {
         let mut state = self.shared.lock();
-        let topic = draft.topic_name.clone();
-        let log = state.topic_mut(&topic);
+        let (number, log) = state.topic_mut(&draft.topic_name);
         let seq = log.last_seq() + 1;
-        let event_id = draft.envelope_id.clone();
+        let event_id = event_id(number, seq);
         log.records
             .push_back(Arc::new(Record::from_draft(draft, event_id.clone(), seq)));
         log.head.send_replace(seq);
-        state.ids.insert(event_id.clone(), (topic, seq));
         Appended { event_id, seq }
     }
 
     /// The record with this id, if stored.
     pub(super) fn find(&self, event_id: &str) -> Option<Record> {
+        let (number, seq) = parse_event_id(event_id)?;
         let state = self.shared.lock();
-        let (topic, seq) = state.ids.get(event_id)?;
-        let log = state.topics.get(topic)?;
+        let log = state.logs.get(number)?;
         let index = usize::try_from(seq - log.first_seq).ok()?;
         log.records.get(index).map(|r| Record::clone(r))
     }
@@ -33,26 +32,34 @@ impl MemStoragePort {
     pub(super) fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Vec<Record> {
         let state = self.shared.lock();
         state
-            .topics
-            .get(topic)
+            .topic(topic)
             .map(|log| log.read_after(after_seq, None, limit).0)
             .unwrap_or_default()
+            .into_iter()
+            .map(|r| Record::clone(&r))
+            .collect()
     }
 
     /// The `limit` newest records, newest first.
     pub(super) fn newest(&self, topic: &str, limit: usize) -> Vec<Record> {
         let state = self.shared.lock();
         state
-            .topics
-            .get(topic)
-            .map(|log| log.records.iter().rev().take(limit).map(|r| Record::clone(r)).collect())
+            .topic(topic)
+            .map(|log| {
+                log.records
+                    .iter()
+                    .rev()
+                    .take(limit)
+                    .map(|r| Record::clone(r))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// Highest seq of the topic, or of one key.
     pub(super) fn head(&self, topic: &str, key: Option<&str>) -> Option<i64> {
         let state = self.shared.lock();
-        let log = state.topics.get(topic)?;
+        let log = state.topic(topic)?;
         match key {
             None => log.records.back().map(|r| r.seq),
             Some(key) => log

@@ -6,19 +6,16 @@ impl MemStoragePort {
     /// Removes the records of `topic` with `seq < before_seq`.
     pub(super) fn drop_before(&self, topic: &str, before_seq: i64) -> u64 {
         let mut state = self.shared.lock();
-        let Some(log) = state.topics.get_mut(topic) else {
+        let Some(log) = state.existing_topic_mut(topic) else {
             return 0;
         };
-        let mut removed = Vec::new();
+        let mut removed = 0;
         while log.records.front().is_some_and(|r| r.seq < before_seq) {
             if let Some(record) = log.records.pop_front() {
-                removed.push(record.event_id.clone());
                 log.first_seq = record.seq + 1;
+                removed += 1;
             }
         }
-        for event_id in &removed {
-            state.ids.remove(event_id);
-        }
-        removed.len() as u64
+        removed
     }
 }

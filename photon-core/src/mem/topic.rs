@@ -31,14 +31,19 @@ impl TopicLog {
     }
 
     /// Up to `limit` records with `seq > after` (and of `key`), and the last seq scanned.
-    pub(super) fn read_after(&self, after: i64, key: Option<&str>, limit: usize) -> (Vec<Record>, i64) {
+    pub(super) fn read_after(
+        &self,
+        after: i64,
+        key: Option<&str>,
+        limit: usize,
+    ) -> (Vec<Arc<Record>>, i64) {
         let start = usize::try_from(after + 1 - self.first_seq).unwrap_or(0);
         let mut found = Vec::new();
         let mut scanned = after.max(self.first_seq - 1);
         for record in self.records.iter().skip(start) {
             scanned = record.seq;
             if key.is_none() || record.topic_key.as_deref() == key {
-                found.push(Record::clone(record));
+                found.push(Arc::clone(record));
                 if found.len() == limit {
                     break;
                 }
@@ -51,17 +56,48 @@ impl TopicLog {
 /// Everything the mem port holds.
 #[derive(Debug, Default)]
 pub(super) struct State {
-    pub(super) topics: HashMap<String, TopicLog>,
-    pub(super) ids: HashMap<String, (String, i64)>,
+    /// Topic logs in creation order; event ids name a topic by its position here.
+    pub(super) logs: Vec<TopicLog>,
+    pub(super) topic_numbers: HashMap<String, usize>,
     pub(super) checkpoints: HashMap<CheckpointKey, i64>,
 }
 
 impl State {
-    pub(super) fn topic_mut(&mut self, topic: &str) -> &mut TopicLog {
-        if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.to_owned(), TopicLog::new());
-        }
-        // Inserted just above when missing.
-        self.topics.get_mut(topic).expect("topic inserted above")
+    /// The log of a topic and its number, created when missing.
+    pub(super) fn topic_mut(&mut self, topic: &str) -> (usize, &mut TopicLog) {
+        let number = match self.topic_numbers.get(topic) {
+            Some(number) => *number,
+            None => {
+                self.logs.push(TopicLog::new());
+                self.topic_numbers
+                    .insert(topic.to_owned(), self.logs.len() - 1);
+                self.logs.len() - 1
+            }
+        };
+        (number, &mut self.logs[number])
     }
+
+    /// The log of a topic, if it exists.
+    pub(super) fn topic(&self, topic: &str) -> Option<&TopicLog> {
+        self.topic_numbers
+            .get(topic)
+            .map(|number| &self.logs[*number])
+    }
+
+    /// The log of a topic, if it exists.
+    pub(super) fn existing_topic_mut(&mut self, topic: &str) -> Option<&mut TopicLog> {
+        let number = *self.topic_numbers.get(topic)?;
+        self.logs.get_mut(number)
+    }
+}
+
+/// Event ids of the mem port: `mem-<topic number>-<seq>`.
+pub(super) fn event_id(topic_number: usize, seq: i64) -> String {
+    format!("mem-{topic_number}-{seq}")
+}
+
+/// The topic number and seq of an event id, `None` when malformed.
+pub(super) fn parse_event_id(event_id: &str) -> Option<(usize, i64)> {
+    let (topic, seq) = event_id.strip_prefix("mem-")?.split_once('-')?;
+    Some((topic.parse().ok()?, seq.parse().ok()?))
 }

@@ -15,19 +15,31 @@ pub async fn round_trip(ctx: Context) {
     let topic = ctx.topic("orders");
     for i in 0..100 {
         store
-            .publish(&topic, Some("k1"), json!({"user": i}), json!({"n": i, "s": "x"}))
+            .publish(
+                &topic,
+                Some("k1"),
+                json!({"user": i}),
+                json!({"n": i, "s": "x"}),
+            )
             .await
             .unwrap();
     }
     let mut stream = store.subscribe(&topic, None, StartAt::AfterSeq(0));
-    let events: Vec<_> = take_exact(&mut stream, 100).await.into_iter().map(ok).collect();
+    let events: Vec<_> = take_exact(&mut stream, 100)
+        .await
+        .into_iter()
+        .map(ok)
+        .collect();
     for (i, event) in events.iter().enumerate() {
         assert_eq!(event.topic_name, topic);
         assert_eq!(event.topic_key.as_deref(), Some("k1"));
         assert_eq!(event.actor, json!({"user": i}));
         assert_eq!(event.payload, json!({"n": i, "s": "x"}));
     }
-    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq), "seq not increasing");
+    assert!(
+        events.windows(2).all(|w| w[0].seq < w[1].seq),
+        "seq not increasing"
+    );
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }
 
@@ -39,7 +51,15 @@ pub async fn live_delivery(ctx: Context) {
     // Give brokers time to establish the tail position before publishing.
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..1000 {
-        store.publish(&topic, Some(&format!("k{}", i % 7)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 7)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     let got: Vec<i64> = take_exact(&mut stream, 1000)
         .await
@@ -61,7 +81,12 @@ pub async fn concurrent_publishers(ctx: Context) {
         tasks.push(tokio::spawn(async move {
             for i in 0..100 {
                 store
-                    .publish(&topic, Some(&format!("p{task}")), json!(task), json!({"t": task, "i": i}))
+                    .publish(
+                        &topic,
+                        Some(&format!("p{task}")),
+                        json!(task),
+                        json!({"t": task, "i": i}),
+                    )
                     .await
                     .unwrap();
             }
@@ -75,7 +100,12 @@ pub async fn concurrent_publishers(ctx: Context) {
     let unique: HashSet<(i64, i64)> = events
         .into_iter()
         .map(ok)
-        .map(|e| (e.payload["t"].as_i64().unwrap(), e.payload["i"].as_i64().unwrap()))
+        .map(|e| {
+            (
+                e.payload["t"].as_i64().unwrap(),
+                e.payload["i"].as_i64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(unique.len(), 5000);
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
@@ -87,7 +117,10 @@ pub async fn many_topics(ctx: Context) {
     let topics: Vec<String> = (0..20).map(|t| ctx.topic(&format!("many{t}"))).collect();
     for i in 0..100 {
         for (t, topic) in topics.iter().enumerate() {
-            store.publish(topic, None, json!(null), json!({"t": t, "i": i})).await.unwrap();
+            store
+                .publish(topic, None, json!(null), json!({"t": t, "i": i}))
+                .await
+                .unwrap();
         }
     }
     for (t, topic) in topics.iter().enumerate() {
@@ -107,7 +140,10 @@ pub async fn topic_isolation(ctx: Context) {
     let names = [ctx.topic("a.b"), ctx.topic("a-b"), ctx.topic("a_b")];
     for (n, topic) in names.iter().enumerate() {
         for i in 0..=n {
-            store.publish(topic, None, json!(null), json!({"topic": n, "i": i})).await.unwrap();
+            store
+                .publish(topic, None, json!(null), json!({"topic": n, "i": i}))
+                .await
+                .unwrap();
         }
     }
     for (n, topic) in names.iter().enumerate() {
@@ -126,7 +162,15 @@ pub async fn key_filter(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("keyed");
     for i in 0..200 {
-        store.publish(&topic, Some(&format!("k{}", i % 5)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 5)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     let mut stream = store.subscribe(&topic, Some("k3"), StartAt::Beginning);
     let got: Vec<i64> = take_exact(&mut stream, 40)
@@ -152,7 +196,10 @@ pub async fn per_key_order(ctx: Context) {
             // Publisher p owns keys 2p and 2p+1, so each key has one ordered writer.
             for i in 0..125 {
                 let key = format!("key{}", publisher * 2 + i % 2);
-                store.publish(&topic, Some(&key), json!(null), json!({"i": i})).await.unwrap();
+                store
+                    .publish(&topic, Some(&key), json!(null), json!({"i": i}))
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -180,12 +227,18 @@ pub async fn late_subscriber(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("late");
     for i in 0..300 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
     let history = take_exact(&mut stream, 300).await;
     for i in 300..310 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let live = take_exact(&mut stream, 10).await;
     let got: Vec<i64> = history
@@ -203,15 +256,29 @@ pub async fn seq_strictly_increasing(ctx: Context) {
     let mut published = Vec::new();
     for i in 0..60 {
         let key = format!("s{}", i % 3);
-        let appended = store.publish(&topic, Some(&key), json!(null), json!({"i": i})).await.unwrap();
+        let appended = store
+            .publish(&topic, Some(&key), json!(null), json!({"i": i}))
+            .await
+            .unwrap();
         published.push((key, appended));
     }
     for key in ["s0", "s1", "s2"] {
-        let mine: Vec<_> = published.iter().filter(|(k, _)| k == key).map(|(_, a)| a.clone()).collect();
-        assert!(mine.windows(2).all(|w| w[0].seq < w[1].seq), "publish seqs of {key}");
+        let mine: Vec<_> = published
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, a)| a.clone())
+            .collect();
+        assert!(
+            mine.windows(2).all(|w| w[0].seq < w[1].seq),
+            "publish seqs of {key}"
+        );
         let mut stream = store.subscribe(&topic, Some(key), StartAt::Beginning);
         let events = take_exact(&mut stream, 20).await;
-        let seen: Vec<(String, i64)> = events.into_iter().map(ok).map(|e| (e.event_id, e.seq)).collect();
+        let seen: Vec<(String, i64)> = events
+            .into_iter()
+            .map(ok)
+            .map(|e| (e.event_id, e.seq))
+            .collect();
         let expected: Vec<(String, i64)> = mine.into_iter().map(|a| (a.event_id, a.seq)).collect();
         assert_eq!(seen, expected, "delivered ids and seqs of {key}");
     }

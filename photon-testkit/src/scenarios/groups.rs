@@ -14,7 +14,13 @@ use crate::context::{Context, DEADLINE};
 /// What members of one group handled, in handling order: `(member, key, i)`.
 type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
 
-fn join(ctx: &Context, port: &Arc<dyn photon_core::StoragePort>, group: &str, member: usize, topic: &str) -> DeliveryStream {
+fn join(
+    ctx: &Context,
+    port: &Arc<dyn photon_core::StoragePort>,
+    group: &str,
+    member: usize,
+    topic: &str,
+) -> DeliveryStream {
     port.subscribe_group(GroupRequest {
         group: ctx.subscription(group),
         member: format!("member-{member}"),
@@ -24,7 +30,12 @@ fn join(ctx: &Context, port: &Arc<dyn photon_core::StoragePort>, group: &str, me
 }
 
 /// Handles deliveries until `stop_after` (if any) have been handled, acknowledging each.
-fn run_member(member: usize, mut stream: DeliveryStream, log: Log, stop_after: Option<usize>) -> JoinHandle<()> {
+fn run_member(
+    member: usize,
+    mut stream: DeliveryStream,
+    log: Log,
+    stop_after: Option<usize>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut handled = 0;
         while let Some(item) = stream.next().await {
@@ -32,7 +43,9 @@ fn run_member(member: usize, mut stream: DeliveryStream, log: Log, stop_after: O
             let record = &delivery.record;
             let body = serde_json::to_value(&record.body).unwrap();
             let i = body["payload"]["i"].as_i64().unwrap();
-            log.lock().unwrap().push((member, record.topic_key.clone().unwrap(), i));
+            log.lock()
+                .unwrap()
+                .push((member, record.topic_key.clone().unwrap(), i));
             delivery.ack.ack().await.unwrap();
             handled += 1;
             if Some(handled) == stop_after {
@@ -77,12 +90,30 @@ pub async fn groups_share_work(ctx: Context) {
     let (blue, red): (Log, Log) = Default::default();
     let mut members = Vec::new();
     for member in 0..2 {
-        members.push(run_member(member, join(&ctx, &port, "blue", member, &topic), blue.clone(), None));
+        members.push(run_member(
+            member,
+            join(&ctx, &port, "blue", member, &topic),
+            blue.clone(),
+            None,
+        ));
     }
-    members.push(run_member(0, join(&ctx, &port, "red", 0, &topic), red.clone(), None));
+    members.push(run_member(
+        0,
+        join(&ctx, &port, "red", 0, &topic),
+        red.clone(),
+        None,
+    ));
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..400 {
-        store.publish(&topic, Some(&format!("k{}", i % 20)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 20)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     wait_for(&blue, 400).await;
     wait_for(&red, 400).await;
@@ -93,11 +124,19 @@ pub async fn groups_share_work(ctx: Context) {
         assert_eq!(unique.len(), 400);
         assert_per_key_order(&log);
     }
-    let shares: BTreeMap<usize, usize> = blue.lock().unwrap().iter().fold(BTreeMap::new(), |mut m, (member, _, _)| {
-        *m.entry(*member).or_default() += 1;
-        m
-    });
-    assert_eq!(shares.len(), 2, "both members of a group get a share: {shares:?}");
+    let shares: BTreeMap<usize, usize> =
+        blue.lock()
+            .unwrap()
+            .iter()
+            .fold(BTreeMap::new(), |mut m, (member, _, _)| {
+                *m.entry(*member).or_default() += 1;
+                m
+            });
+    assert_eq!(
+        shares.len(),
+        2,
+        "both members of a group get a share: {shares:?}"
+    );
     for member in members {
         member.abort();
     }
@@ -117,7 +156,15 @@ pub async fn group_member_leaves(ctx: Context) {
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..300 {
-        store.publish(&topic, Some(&format!("k{}", i % 10)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 10)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     wait_for(&log, 300).await;
     leaver.await.unwrap();

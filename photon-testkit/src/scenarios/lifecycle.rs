@@ -16,7 +16,10 @@ pub async fn concurrent_close(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("close");
     for i in 0..100 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let mut subscribers = Vec::new();
     for _ in 0..10 {
@@ -32,7 +35,10 @@ pub async fn concurrent_close(ctx: Context) {
         closer.await.unwrap();
     }
     for i in 100..150 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let mut fresh = store.subscribe(&topic, None, StartAt::Beginning);
     let got: Vec<i64> = take_exact(&mut fresh, 150)
@@ -49,12 +55,21 @@ pub async fn subscriber_error_resume(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("fails");
     for i in 0..500 {
-        store.publish(&topic, Some(&format!("k{}", i % 3)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 3)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     let key = CheckpointKey::new(ctx.subscription("fails"), &topic, None);
     let mut handled = Vec::new();
     for attempt in 0..2 {
-        let committer = CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
+        let committer =
+            CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
         let mut stream = store.subscribe_after_checkpoint(key.clone(), StartPolicy::Beginning);
         while handled.len() < 500 {
             let event = ok(take_exact(&mut stream, 1).await.remove(0));
@@ -80,7 +95,10 @@ pub async fn publisher_drop(ctx: Context) {
         let topic = topic.clone();
         tokio::spawn(async move {
             for i in 0..1_000_000 {
-                let appended = store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+                let appended = store
+                    .publish(&topic, None, json!(null), json!({"i": i}))
+                    .await
+                    .unwrap();
                 if acked_tx.send(appended.event_id).is_err() {
                     return;
                 }
@@ -94,7 +112,10 @@ pub async fn publisher_drop(ctx: Context) {
     while let Ok(id) = acked_rx.try_recv() {
         acked.insert(id);
     }
-    assert!(!acked.is_empty(), "the publisher acknowledged nothing in 300 ms");
+    assert!(
+        !acked.is_empty(),
+        "the publisher acknowledged nothing in 300 ms"
+    );
     let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
     let mut stored: HashSet<String> = take_exact(&mut stream, acked.len())
         .await
@@ -107,6 +128,14 @@ pub async fn publisher_drop(ctx: Context) {
     }
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
     let missing: Vec<_> = acked.difference(&stored).collect();
-    assert!(missing.is_empty(), "acknowledged but not stored: {missing:?}");
-    assert!(stored.len() <= acked.len() + 1, "{} stored for {} acked", stored.len(), acked.len());
+    assert!(
+        missing.is_empty(),
+        "acknowledged but not stored: {missing:?}"
+    );
+    assert!(
+        stored.len() <= acked.len() + 1,
+        "{} stored for {} acked",
+        stored.len(),
+        acked.len()
+    );
 }

@@ -9,7 +9,10 @@ use super::ok;
 use crate::context::{assert_quiet, take_exact, Context};
 
 fn nested(depth: usize) -> Value {
-    (0..depth).fold(json!("leaf"), |inner, level| json!({ "level": level, "inner": [inner] }))
+    (0..depth).fold(
+        json!("leaf"),
+        |inner, level| json!({ "level": level, "inner": [inner] }),
+    )
 }
 
 /// Empty object, the largest accepted payload, unicode keys and values, deep nesting: all
@@ -23,12 +26,18 @@ pub async fn payload_shapes(ctx: Context) {
     let shapes = vec![
         (Some("empty"), json!({})),
         (Some("big"), big),
-        (Some("ключ-東京-🔑"), json!({"名前": "Zoë", "emoji": "🚀", "rtl": "שלום"})),
+        (
+            Some("ключ-東京-🔑"),
+            json!({"名前": "Zoë", "emoji": "🚀", "rtl": "שלום"}),
+        ),
         (Some("deep"), nested(64)),
         (None, json!([1, 2.5, null, true, "s", {"a": []}])),
     ];
     for (key, payload) in &shapes {
-        store.publish(&topic, *key, json!(null), payload.clone()).await.unwrap();
+        store
+            .publish(&topic, *key, json!(null), payload.clone())
+            .await
+            .unwrap();
     }
     let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
     let events = take_exact(&mut stream, shapes.len()).await;
@@ -47,23 +56,36 @@ pub async fn limits_refused(ctx: Context) {
     let limit = store.port().capabilities().max_payload_bytes;
     let too_big = json!({ "blob": "x".repeat(limit) });
     match store.publish(&topic, None, json!(null), too_big).await {
-        Err(PhotonError::PayloadTooLarge { topic: t, limit: l, size }) => {
+        Err(PhotonError::PayloadTooLarge {
+            topic: t,
+            limit: l,
+            size,
+        }) => {
             assert_eq!(t, topic);
             assert_eq!(l, limit);
             assert!(size > limit, "size {size} vs limit {limit}");
         }
         other => panic!("expected PayloadTooLarge, got {other:?}"),
     }
-    match store.publish("Bad Topic", None, json!(null), json!({})).await {
+    match store
+        .publish("Bad Topic", None, json!(null), json!({}))
+        .await
+    {
         Err(PhotonError::InvalidTopic { topic: t, .. }) => assert_eq!(t, "Bad Topic"),
         other => panic!("expected InvalidTopic, got {other:?}"),
     }
-    match store.publish(&topic, Some(""), json!(null), json!({})).await {
+    match store
+        .publish(&topic, Some(""), json!(null), json!({}))
+        .await
+    {
         Err(PhotonError::InvalidKey { topic: t, .. }) => assert_eq!(t, topic),
         other => panic!("expected InvalidKey, got {other:?}"),
     }
     // Nothing was stored: the first event on the topic is the one published now.
-    store.publish(&topic, None, json!(null), json!({"after": true})).await.unwrap();
+    store
+        .publish(&topic, None, json!(null), json!({"after": true}))
+        .await
+        .unwrap();
     let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
     let first = ok(take_exact(&mut stream, 1).await.remove(0));
     assert_eq!(first.payload, json!({"after": true}));

@@ -18,7 +18,10 @@ pub async fn get_event(ctx: Context) {
     let mut published = Vec::new();
     for i in 0..30 {
         let key = (i % 2 == 0).then_some("even");
-        let appended = store.publish(&topic, key, json!({"a": i}), json!({"i": i})).await.unwrap();
+        let appended = store
+            .publish(&topic, key, json!({"a": i}), json!({"i": i}))
+            .await
+            .unwrap();
         published.push((appended, key, i));
     }
     let reopened = ctx.store().await;
@@ -32,7 +35,15 @@ pub async fn get_event(ctx: Context) {
         assert_eq!(event.payload, json!({"i": i}));
         assert_eq!(event.actor, json!({"a": i}));
     }
-    for unknown in ["", "no-such-event", "0", "-1", "😀", "x:y:z:1", "99999999999999999999999"] {
+    for unknown in [
+        "",
+        "no-such-event",
+        "0",
+        "-1",
+        "😀",
+        "x:y:z:1",
+        "99999999999999999999999",
+    ] {
         match reopened.get_event(unknown).await {
             Ok(None) => {}
             Ok(Some(event)) => panic!("id {unknown:?} found {event:?}"),
@@ -51,10 +62,25 @@ pub async fn listing(ctx: Context) {
     let topic = ctx.topic("list");
     let mut seqs = Vec::new();
     for i in 0..25 {
-        seqs.push(store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap().seq);
+        seqs.push(
+            store
+                .publish(&topic, None, json!(null), json!({"i": i}))
+                .await
+                .unwrap()
+                .seq,
+        );
     }
-    store.publish(&ctx.topic("other"), None, json!(null), json!({})).await.unwrap();
-    let first: Vec<i64> = port.list_by_topic(&topic, 0, 10).await.unwrap().iter().map(|r| r.seq).collect();
+    store
+        .publish(&ctx.topic("other"), None, json!(null), json!({}))
+        .await
+        .unwrap();
+    let first: Vec<i64> = port
+        .list_by_topic(&topic, 0, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
     assert_eq!(first, seqs[..10].to_vec());
     let next: Vec<i64> = port
         .list_by_topic(&topic, seqs[9], 100)
@@ -64,12 +90,25 @@ pub async fn listing(ctx: Context) {
         .map(|r| r.seq)
         .collect();
     assert_eq!(next, seqs[10..].to_vec());
-    let recent: Vec<i64> = port.list_recent(&topic, 3).await.unwrap().iter().map(|r| r.seq).collect();
+    let recent: Vec<i64> = port
+        .list_recent(&topic, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
     assert_eq!(recent, vec![seqs[24], seqs[23], seqs[22]]);
-    assert!(port.list_by_topic(&ctx.topic("empty"), 0, 10).await.unwrap().is_empty());
+    assert!(port
+        .list_by_topic(&ctx.topic("empty"), 0, 10)
+        .await
+        .unwrap()
+        .is_empty());
     if port.capabilities().head_seq {
         assert_eq!(port.head_seq(&topic, None).await.unwrap(), Some(seqs[24]));
-        assert_eq!(port.head_seq(&ctx.topic("empty"), None).await.unwrap(), None);
+        assert_eq!(
+            port.head_seq(&ctx.topic("empty"), None).await.unwrap(),
+            None
+        );
     }
 }
 
@@ -83,7 +122,12 @@ pub async fn truncate(ctx: Context) {
     let topic = ctx.topic("trunc");
     let mut published = Vec::new();
     for i in 0..40 {
-        published.push(store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap());
+        published.push(
+            store
+                .publish(&topic, None, json!(null), json!({"i": i}))
+                .await
+                .unwrap(),
+        );
     }
     let bound = published[15].seq;
     assert_eq!(port.truncate_before(&topic, bound).await.unwrap(), 15);
@@ -94,12 +138,24 @@ pub async fn truncate(ctx: Context) {
         .map(ok)
         .map(|e| (e.seq, e.payload["i"].as_i64().unwrap()))
         .collect();
-    let expected: Vec<(i64, i64)> = published[15..].iter().zip(15..).map(|(a, i)| (a.seq, i)).collect();
+    let expected: Vec<(i64, i64)> = published[15..]
+        .iter()
+        .zip(15..)
+        .map(|(a, i)| (a.seq, i))
+        .collect();
     assert_eq!(rest, expected);
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
     if port.capabilities().get_event {
-        assert!(store.get_event(&published[3].event_id).await.unwrap().is_none());
-        assert!(store.get_event(&published[20].event_id).await.unwrap().is_some());
+        assert!(store
+            .get_event(&published[3].event_id)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(store
+            .get_event(&published[20].event_id)
+            .await
+            .unwrap()
+            .is_some());
     }
     assert_eq!(port.truncate_before(&topic, bound).await.unwrap(), 0);
 }

@@ -15,12 +15,22 @@ pub async fn after_seq_exact(ctx: Context) {
     let topic = ctx.topic("after");
     let mut seqs = Vec::new();
     for i in 0..50 {
-        seqs.push(store.publish(&topic, Some("a"), json!(null), json!({"i": i})).await.unwrap().seq);
+        seqs.push(
+            store
+                .publish(&topic, Some("a"), json!(null), json!({"i": i}))
+                .await
+                .unwrap()
+                .seq,
+        );
     }
     for cut in [0usize, 1, 25, 49] {
         let after = if cut == 0 { 0 } else { seqs[cut - 1] };
         let mut stream = store.subscribe(&topic, Some("a"), StartAt::AfterSeq(after));
-        let got: Vec<i64> = take_exact(&mut stream, 50 - cut).await.into_iter().map(|e| ok(e).seq).collect();
+        let got: Vec<i64> = take_exact(&mut stream, 50 - cut)
+            .await
+            .into_iter()
+            .map(|e| ok(e).seq)
+            .collect();
         assert_eq!(got, seqs[cut..].to_vec(), "after seq {after}");
         assert_quiet(&mut stream, Duration::from_millis(100)).await;
     }
@@ -63,10 +73,16 @@ pub async fn checkpoint_isolation(ctx: Context) {
         CheckpointKey::new(ctx.subscription("iso2"), ctx.topic("one"), None),
     ];
     for (i, key) in keys.iter().enumerate().take(4) {
-        port.commit_checkpoint(key, (i as i64 + 1) * 100).await.unwrap();
+        port.commit_checkpoint(key, (i as i64 + 1) * 100)
+            .await
+            .unwrap();
     }
     for (i, key) in keys.iter().enumerate().take(4) {
-        assert_eq!(port.load_checkpoint(key).await.unwrap(), Some((i as i64 + 1) * 100), "{key:?}");
+        assert_eq!(
+            port.load_checkpoint(key).await.unwrap(),
+            Some((i as i64 + 1) * 100),
+            "{key:?}"
+        );
     }
     assert_eq!(port.load_checkpoint(&keys[4]).await.unwrap(), None);
 }
@@ -76,10 +92,19 @@ pub async fn durable_resume(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("durable");
     for i in 0..1000 {
-        store.publish(&topic, Some(&format!("k{}", i % 4)), json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 4)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
     }
     let key = CheckpointKey::new(ctx.subscription("resume"), &topic, None);
-    let committer = CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
+    let committer =
+        CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
     let mut first = store.subscribe_after_checkpoint(key.clone(), StartPolicy::Beginning);
     let mut seen = Vec::new();
     for item in take_exact(&mut first, 500).await {
@@ -99,7 +124,11 @@ pub async fn durable_resume(ctx: Context) {
     assert_quiet(&mut second, Duration::from_millis(300)).await;
     let mut sorted = seen.clone();
     sorted.sort_unstable();
-    assert_eq!(sorted, (0..1000).collect::<Vec<_>>(), "nothing missing, nothing twice");
+    assert_eq!(
+        sorted,
+        (0..1000).collect::<Vec<_>>(),
+        "nothing missing, nothing twice"
+    );
 }
 
 /// Dropping a committer without flushing still commits what was acknowledged, within the
@@ -108,10 +137,14 @@ pub async fn durable_resume_on_drop(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("dropflush");
     for i in 0..200 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let key = CheckpointKey::new(ctx.subscription("dropflush"), &topic, None);
-    let committer = CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
+    let committer =
+        CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
     let mut stream = store.subscribe_after_checkpoint(key.clone(), StartPolicy::Beginning);
     let mut last = 0;
     for item in take_exact(&mut stream, 120).await {
@@ -123,7 +156,10 @@ pub async fn durable_resume_on_drop(ctx: Context) {
     let port = store.port().clone();
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while port.load_checkpoint(&key).await.unwrap() != Some(last) {
-        assert!(tokio::time::Instant::now() < deadline, "dropped committer never flushed");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "dropped committer never flushed"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mut resumed = store.subscribe_after_checkpoint(key, StartPolicy::Beginning);
@@ -140,21 +176,31 @@ pub async fn resume_without_checkpoint(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("policy");
     for i in 0..20 {
-        store.publish(&topic, None, json!(null), json!({"i": i})).await.unwrap();
+        store
+            .publish(&topic, None, json!(null), json!({"i": i}))
+            .await
+            .unwrap();
     }
     let from_start = CheckpointKey::new(ctx.subscription("start"), &topic, None);
     let mut beginning = store.subscribe_after_checkpoint(from_start, StartPolicy::Beginning);
     let from_tail = CheckpointKey::new(ctx.subscription("tail"), &topic, None);
     let mut tail = store.subscribe_after_checkpoint(from_tail, StartPolicy::Tail);
     // Polling once establishes the tail position (it resolves the missing checkpoint).
-    assert!(tokio::time::timeout(Duration::from_millis(500), tail.next()).await.is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), tail.next())
+            .await
+            .is_err()
+    );
     let history: Vec<i64> = take_exact(&mut beginning, 20)
         .await
         .into_iter()
         .map(|e| ok(e).payload["i"].as_i64().unwrap())
         .collect();
     assert_eq!(history, (0..20).collect::<Vec<_>>());
-    store.publish(&topic, None, json!(null), json!({"i": 20})).await.unwrap();
+    store
+        .publish(&topic, None, json!(null), json!({"i": 20}))
+        .await
+        .unwrap();
     let fresh = ok(take_exact(&mut tail, 1).await.remove(0));
     assert_eq!(fresh.payload, json!({"i": 20}));
     assert_quiet(&mut tail, Duration::from_millis(200)).await;

@@ -9,9 +9,10 @@ use super::ok;
 use crate::context::{assert_quiet, take_exact, Context};
 
 fn ring(keys: &[(&str, u8)]) -> TransportCrypto {
-    keys.iter().fold(TransportCrypto::plaintext(), |ring, (id, byte)| {
-        ring.with_key(*id, [*byte; 32]).unwrap()
-    })
+    keys.iter()
+        .fold(TransportCrypto::plaintext(), |ring, (id, byte)| {
+            ring.with_key(*id, [*byte; 32]).unwrap()
+        })
 }
 
 fn failure(item: photon_core::Result<photon_core::Event>) -> CryptoFailure {
@@ -27,7 +28,12 @@ pub async fn sealed_at_rest(ctx: Context) {
     let topic = ctx.topic("sealed");
     let marker = format!("secret-{}", ctx.subscription("m"));
     let appended = store
-        .publish(&topic, Some("k"), json!({"actor": format!("{marker}-actor")}), json!({"p": marker}))
+        .publish(
+            &topic,
+            Some("k"),
+            json!({"actor": format!("{marker}-actor")}),
+            json!({"p": marker}),
+        )
         .await
         .unwrap();
     let mut raw = store.port().subscribe(photon_core::SubscribeRequest {
@@ -38,9 +44,16 @@ pub async fn sealed_at_rest(ctx: Context) {
     });
     let record = take_exact(&mut raw, 1).await.remove(0).unwrap();
     assert_eq!(record.event_id, appended.event_id);
-    assert!(matches!(&record.body, Body::Sealed(s) if s.key_id == "k1"), "{:?}", record.body);
+    assert!(
+        matches!(&record.body, Body::Sealed(s) if s.key_id == "k1"),
+        "{:?}",
+        record.body
+    );
     let stored = serde_json::to_string(&record).unwrap();
-    assert!(!stored.contains(&marker), "plaintext reached storage: {stored}");
+    assert!(
+        !stored.contains(&marker),
+        "plaintext reached storage: {stored}"
+    );
     let event = store.open(record).unwrap();
     assert_eq!(event.payload, json!({"p": marker}));
 }
@@ -51,12 +64,23 @@ pub async fn wrong_key_continues(ctx: Context) {
     let alice = ctx.sealed_store(ring(&[("alice", 1)])).await;
     let bob = ctx.sealed_store(ring(&[("bob", 2)])).await;
     let impostor = ctx.sealed_store(ring(&[("bob", 3)])).await;
-    alice.publish(&topic, None, json!(null), json!({"n": 1})).await.unwrap();
-    impostor.publish(&topic, None, json!(null), json!({"n": 2})).await.unwrap();
-    bob.publish(&topic, None, json!(null), json!({"n": 3})).await.unwrap();
+    alice
+        .publish(&topic, None, json!(null), json!({"n": 1}))
+        .await
+        .unwrap();
+    impostor
+        .publish(&topic, None, json!(null), json!({"n": 2}))
+        .await
+        .unwrap();
+    bob.publish(&topic, None, json!(null), json!({"n": 3}))
+        .await
+        .unwrap();
     let mut stream = bob.subscribe(&topic, None, StartAt::Beginning);
     let mut items = take_exact(&mut stream, 3).await.into_iter();
-    assert_eq!(failure(items.next().unwrap()), CryptoFailure::UnknownKey("alice".into()));
+    assert_eq!(
+        failure(items.next().unwrap()),
+        CryptoFailure::UnknownKey("alice".into())
+    );
     assert_eq!(failure(items.next().unwrap()), CryptoFailure::Tampered);
     assert_eq!(ok(items.next().unwrap()).payload, json!({"n": 3}));
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
@@ -71,19 +95,36 @@ pub async fn tampered_records_refused(ctx: Context) {
     let port = store.port().clone();
     let topic = ctx.topic("tamper");
 
-    let first = store.draft(&topic, Some("k"), json!("a"), json!({"n": 1})).unwrap();
-    let mut flipped = store.draft(&topic, Some("k"), json!("a"), json!({"n": 2})).unwrap();
+    let first = store
+        .draft(&topic, Some("k"), json!("a"), json!({"n": 1}))
+        .unwrap();
+    let mut flipped = store
+        .draft(&topic, Some("k"), json!("a"), json!({"n": 2}))
+        .unwrap();
     if let Body::Sealed(sealed) = &mut flipped.body {
         let mut chars: Vec<char> = sealed.ciphertext.chars().collect();
         chars[4] = if chars[4] == 'A' { 'B' } else { 'A' };
         sealed.ciphertext = chars.into_iter().collect();
     }
-    let mut moved_event = store.draft(&topic, Some("k"), json!("a"), json!({"n": 3})).unwrap();
+    let mut moved_event = store
+        .draft(&topic, Some("k"), json!("a"), json!({"n": 3}))
+        .unwrap();
     moved_event.body = first.body.clone();
-    let mut moved_topic = store.draft(&ctx.topic("elsewhere"), Some("k"), json!("a"), json!({"n": 4})).unwrap();
+    let mut moved_topic = store
+        .draft(
+            &ctx.topic("elsewhere"),
+            Some("k"),
+            json!("a"),
+            json!({"n": 4}),
+        )
+        .unwrap();
     moved_topic.topic_name = topic.clone();
-    let unsealed = plain.draft(&topic, Some("k"), json!("a"), json!({"n": 5})).unwrap();
-    let last = store.draft(&topic, Some("k"), json!("a"), json!({"n": 6})).unwrap();
+    let unsealed = plain
+        .draft(&topic, Some("k"), json!("a"), json!({"n": 5}))
+        .unwrap();
+    let last = store
+        .draft(&topic, Some("k"), json!("a"), json!({"n": 6}))
+        .unwrap();
     for draft in [first, flipped, moved_event, moved_topic, unsealed, last] {
         port.append(draft).await.unwrap();
     }
@@ -94,7 +135,10 @@ pub async fn tampered_records_refused(ctx: Context) {
     assert_eq!(failure(items.next().unwrap()), CryptoFailure::Tampered);
     assert_eq!(failure(items.next().unwrap()), CryptoFailure::Tampered);
     assert_eq!(failure(items.next().unwrap()), CryptoFailure::Tampered);
-    assert_eq!(failure(items.next().unwrap()), CryptoFailure::UnsealedRecord);
+    assert_eq!(
+        failure(items.next().unwrap()),
+        CryptoFailure::UnsealedRecord
+    );
     assert_eq!(ok(items.next().unwrap()).payload, json!({"n": 6}));
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }
@@ -104,11 +148,19 @@ pub async fn key_rotation(ctx: Context) {
     let topic = ctx.topic("rotate");
     let before = ctx.sealed_store(ring(&[("2026-01", 1)])).await;
     for n in 0..5 {
-        before.publish(&topic, None, json!(null), json!({"n": n})).await.unwrap();
+        before
+            .publish(&topic, None, json!(null), json!({"n": n}))
+            .await
+            .unwrap();
     }
-    let after = ctx.sealed_store(ring(&[("2026-01", 1), ("2026-06", 2)])).await;
+    let after = ctx
+        .sealed_store(ring(&[("2026-01", 1), ("2026-06", 2)]))
+        .await;
     for n in 5..10 {
-        after.publish(&topic, None, json!(null), json!({"n": n})).await.unwrap();
+        after
+            .publish(&topic, None, json!(null), json!({"n": n}))
+            .await
+            .unwrap();
     }
     let mut raw = after.port().subscribe(photon_core::SubscribeRequest {
         topic: topic.clone(),
@@ -120,7 +172,10 @@ pub async fn key_rotation(ctx: Context) {
     for (n, record) in take_exact(&mut raw, 10).await.into_iter().enumerate() {
         let record = record.unwrap();
         let expected_key = if n < 5 { "2026-01" } else { "2026-06" };
-        assert!(matches!(&record.body, Body::Sealed(s) if s.key_id == expected_key), "event {n}");
+        assert!(
+            matches!(&record.body, Body::Sealed(s) if s.key_id == expected_key),
+            "event {n}"
+        );
         opened.push(after.open(record).unwrap().payload["n"].as_i64().unwrap());
     }
     assert_eq!(opened, (0..10).collect::<Vec<_>>());

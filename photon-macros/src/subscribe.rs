@@ -1,0 +1,163 @@
+//! `#[subscribe]`: registers an async fn as a durable handler through `inventory`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{FnArg, ItemFn};
+
+use crate::args::{check_topic, Args};
+
+/// Expands `#[subscribe(topic = "...", durable = "...", key = "...")]` on `item`.
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let args = Args::parse(attr, &["topic", "durable", "key"])?;
+    let durable = args.require("durable", "subscribe")?;
+    if durable.value().is_empty() {
+        return Err(syn::Error::new(
+            durable.span(),
+            "`durable` must not be empty",
+        ));
+    }
+    let function: ItemFn = syn::parse2(item.clone())?;
+    let signature = &function.sig;
+    if signature.asyncness.is_none() {
+        return Err(syn::Error::new_spanned(
+            signature.fn_token,
+            "#[subscribe] needs an `async fn`",
+        ));
+    }
+    if !signature.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &signature.generics,
+            "#[subscribe] handlers cannot be generic",
+        ));
+    }
+    let input =
+        match (signature.inputs.len(), signature.inputs.first()) {
+            (1, Some(FnArg::Typed(argument))) => &argument.ty,
+            _ => return Err(syn::Error::new_spanned(
+                &signature.inputs,
+                "#[subscribe] handlers take exactly one argument: an `Event` or a `#[topic]` type",
+            )),
+        };
+    let topic = match args.get("topic") {
+        Some(topic) => {
+            check_topic(topic)?;
+            quote!(#topic)
+        }
+        None => quote!(""),
+    };
+    let key = match args.get("key") {
+        Some(key) => quote!(::core::option::Option::Some(#key)),
+        None => quote!(::core::option::Option::None),
+    };
+    let name = &signature.ident;
+    let name_text = name.to_string();
+    let wrapper = format_ident!("__photon_handler_{}", name);
+    Ok(quote! {
+        #item
+
+        const _: () = {
+            fn #wrapper(event: ::photon::Event) -> ::photon::runtime::HandlerFuture {
+                ::std::boxed::Box::pin(async move {
+                    match <#input as ::photon::runtime::HandlerInput>::from_event(event) {
+                        ::core::result::Result::Ok(input) => {
+                            ::photon::runtime::IntoHandlerResult::into_handler_result(#name(input).await)
+                        }
+                        ::core::result::Result::Err(error) => ::core::result::Result::Err(error),
+                    }
+                })
+            }
+
+            ::photon::core::inventory::submit! {
+                ::photon::runtime::HandlerDescriptor {
+                    name: ::core::concat!(::core::module_path!(), "::", #name_text),
+                    topic: #topic,
+                    input_topic: <#input as ::photon::runtime::HandlerInput>::TOPIC,
+                    durable: #durable,
+                    key: #key,
+                    handler: #wrapper,
+                }
+            }
+        };
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::expand;
+
+    fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+        match expand(attr, item) {
+            Ok(_) => panic!("expected an error"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    #[test]
+    fn needs_a_durable_name() {
+        let message = error(
+            quote!(topic = "orders"),
+            quote!(
+                async fn bill(event: Event) {}
+            ),
+        );
+        assert_eq!(message, "#[subscribe] needs `durable = \"...\"`");
+    }
+
+    #[test]
+    fn needs_an_async_fn_with_one_argument() {
+        let sync = error(
+            quote!(durable = "billing"),
+            quote!(
+                fn bill(event: Event) {}
+            ),
+        );
+        assert_eq!(sync, "#[subscribe] needs an `async fn`");
+        let two = error(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(a: Event, b: Event) {}
+            ),
+        );
+        assert_eq!(
+            two,
+            "#[subscribe] handlers take exactly one argument: an `Event` or a `#[topic]` type"
+        );
+    }
+
+    #[test]
+    fn checks_the_topic_name() {
+        let message = error(
+            quote!(topic = "a b", durable = "x"),
+            quote!(
+                async fn bill(event: Event) {}
+            ),
+        );
+        assert_eq!(
+            message,
+            "invalid topic name \"a b\": character ' ' is outside [a-z0-9._-]"
+        );
+    }
+
+    #[test]
+    fn registers_a_descriptor() {
+        let expanded = expand(
+            quote!(durable = "billing", key = "o-1"),
+            quote!(
+                async fn bill(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            expanded.contains(":: photon :: runtime :: HandlerDescriptor"),
+            "{expanded}"
+        );
+        assert!(expanded.contains("durable : \"billing\""), "{expanded}");
+        assert!(
+            expanded.contains("key : :: core :: option :: Option :: Some (\"o-1\")"),
+            "{expanded}"
+        );
+    }
+}

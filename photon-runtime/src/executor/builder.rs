@@ -1,0 +1,268 @@
+//! [`ExecutorBuilder`]: chooses the handlers (closures and `#[subscribe]` functions) and
+//! starts them.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use photon_core::{
+    validate_topic_key, validate_topic_name, CheckpointKey, Event, PhotonError, Result,
+};
+
+use super::dispatch::{self, Subscription};
+use super::handler::{HandlerDescriptor, HandlerOptions, IntoHandlerResult, Registration};
+use super::shutdown::StopSwitch;
+use super::typed::TypedTopic;
+use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
+use crate::photon::Photon;
+
+/// Builds an [`Executor`] on a `Photon`: `photon.executor()`.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use photon_runtime::{Event, Photon};
+///
+/// let photon = Photon::builder().build().unwrap();
+/// let executor = photon
+///     .executor()
+///     .handler("billing", "orders", |event: Event| async move {
+///         println!("order {}", event.payload);
+///         Ok::<(), photon_runtime::PhotonError>(())
+///     })
+///     .start()
+///     .unwrap();
+/// executor.shutdown().await.unwrap();
+/// # });
+/// ```
+pub struct ExecutorBuilder {
+    photon: Photon,
+    config: ExecutorConfig,
+    registrations: Vec<Registration>,
+    declared: bool,
+}
+
+impl std::fmt::Debug for ExecutorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let handlers: Vec<_> = self.registrations.iter().map(|r| &r.options).collect();
+        f.debug_struct("ExecutorBuilder")
+            .field("config", &self.config)
+            .field("handlers", &handlers)
+            .field("declared", &self.declared)
+            .finish()
+    }
+}
+
+impl ExecutorBuilder {
+    pub(crate) fn new(photon: Photon) -> Self {
+        Self {
+            config: photon.executor_config().clone(),
+            photon,
+            registrations: Vec::new(),
+            declared: false,
+        }
+    }
+
+    /// Uses these settings instead of the `Photon`'s (`PhotonBuilder::executor_config`).
+    /// `Photon::dead_letters` keeps reading the `Photon`'s dead-letter suffix.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::{ExecutorConfig, Photon};
+    /// let photon = Photon::builder().build().unwrap();
+    /// let config = ExecutorConfig::builder().parallelism(2).build().unwrap();
+    /// let executor = photon.executor().config(config).start().unwrap();
+    /// # executor.shutdown().await.unwrap();
+    /// # });
+    /// ```
+    pub fn config(mut self, config: ExecutorConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Runs `handler` on the durable subscription `durable` of `topic` (every key).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("audit", "orders", |_event| async { Ok::<(), photon_runtime::PhotonError>(()) })
+    ///     .start()
+    ///     .unwrap();
+    /// assert_eq!(executor.handlers().len(), 1);
+    /// # executor.shutdown().await.unwrap();
+    /// # });
+    /// ```
+    pub fn handler<F, Fut, R>(self, durable: &str, topic: &str, handler: F) -> Self
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoHandlerResult,
+    {
+        self.handler_with(HandlerOptions::new(durable, topic), handler)
+    }
+
+    /// Runs `handler` on the subscription `options` describes (name, topic, key).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// use photon_runtime::HandlerOptions;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler_with(HandlerOptions::new("vip", "orders").key("o-1"), |_event| async {})
+    ///     .start()
+    ///     .unwrap();
+    /// # executor.shutdown().await.unwrap();
+    /// # });
+    /// ```
+    pub fn handler_with<F, Fut, R>(mut self, options: HandlerOptions, handler: F) -> Self
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoHandlerResult,
+    {
+        let handler = Arc::new(handler);
+        self.registrations.push(Registration {
+            options,
+            handler: Arc::new(move |event| {
+                let future = handler(event);
+                Box::pin(async move { future.await.into_handler_result() })
+            }),
+        });
+        self
+    }
+
+    /// Runs `handler` on the durable subscription `durable` of `T`'s topic, with each
+    /// payload decoded as `T` (a payload that does not decode is dead-lettered).
+    ///
+    /// ```no_run
+    /// # async fn demo(photon: photon_runtime::Photon) {
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct Order { id: String }
+    /// # impl photon_runtime::TypedTopic for Order {
+    /// #     const TOPIC: &'static str = "orders";
+    /// #     fn topic_key(&self) -> Option<String> { Some(self.id.clone()) }
+    /// # }
+    /// let executor = photon
+    ///     .executor()
+    ///     .typed_handler("billing", |order: Order| async move { println!("{}", order.id) })
+    ///     .start()
+    ///     .unwrap();
+    /// # }
+    /// ```
+    pub fn typed_handler<T, F, Fut, R>(self, durable: &str, handler: F) -> Self
+    where
+        T: TypedTopic,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoHandlerResult + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.handler(durable, T::TOPIC, move |event: Event| {
+            let decoded = T::from_event(&event).map(|value| handler(value));
+            async move {
+                match decoded {
+                    Ok(future) => future.await.into_handler_result(),
+                    Err(err) => Err(err),
+                }
+            }
+        })
+    }
+
+    /// Also runs every handler declared with `#[subscribe]` in the linked program.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// let executor = photon.executor().declared_handlers().start().unwrap();
+    /// # executor.shutdown().await.unwrap();
+    /// # });
+    /// ```
+    pub fn declared_handlers(mut self) -> Self {
+        self.declared = true;
+        self
+    }
+
+    /// Starts every handler on the current tokio runtime.
+    ///
+    /// # Errors
+    /// - [`PhotonError::InvalidInput`] outside a tokio runtime, for two handlers on one
+    ///   subscription (same name, topic and key), or a `#[subscribe]` without topic.
+    /// - [`PhotonError::InvalidTopic`] / `InvalidKey` for a bad topic, key, or a topic
+    ///   whose dead-letter topic name would be invalid.
+    /// - [`PhotonError::Config`] for invalid settings.
+    pub fn start(mut self) -> Result<Executor> {
+        self.config.validate()?;
+        if self.declared {
+            for descriptor in inventory::iter::<HandlerDescriptor> {
+                self.registrations
+                    .push(Registration::from_descriptor(descriptor)?);
+            }
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            PhotonError::InvalidInput("the executor must be started inside a tokio runtime".into())
+        })?;
+        self.check_subscriptions()?;
+        let config = Arc::new(self.config);
+        let switch = StopSwitch::new();
+        let mut running = Vec::new();
+        let mut tasks = Vec::new();
+        for registration in self.registrations {
+            let options = registration.options.clone();
+            let checkpoint =
+                CheckpointKey::new(options.durable(), options.topic(), options.topic_key());
+            let subscription = Arc::new(Subscription::new(
+                self.photon.store().clone(),
+                registration,
+                checkpoint.clone(),
+                self.photon.committer(checkpoint),
+                config.clone(),
+                Arc::default(),
+                Arc::default(),
+                switch.signal(),
+            ));
+            running.push(RunningHandler {
+                options,
+                stats: subscription.stats.clone(),
+                progress: subscription.progress.clone(),
+            });
+            tasks.push(runtime.spawn(dispatch::run(subscription)));
+        }
+        let shared = Arc::new(ExecutorShared {
+            switch,
+            running,
+            tasks: Mutex::new(tasks),
+        });
+        self.photon.attach_executor(shared.clone());
+        Ok(Executor { shared })
+    }
+
+    fn check_subscriptions(&self) -> Result<()> {
+        let mut seen = BTreeSet::new();
+        for registration in &self.registrations {
+            let options = &registration.options;
+            validate_topic_name(options.topic())?;
+            if let Some(key) = options.topic_key() {
+                validate_topic_key(options.topic(), key)?;
+            }
+            validate_topic_name(&self.config.dead_letter_topic(options.topic()))?;
+            if options.durable().is_empty() {
+                return Err(PhotonError::InvalidInput(format!(
+                    "handler {} on topic {:?} has an empty durable name",
+                    options.handler_name(),
+                    options.topic()
+                )));
+            }
+            let identity = (options.durable(), options.topic(), options.topic_key());
+            if !seen.insert(identity) {
+                return Err(PhotonError::InvalidInput(format!(
+                    "two handlers share the durable subscription {:?} on topic {:?} (key {:?}): give each its own name",
+                    options.durable(),
+                    options.topic(),
+                    options.topic_key()
+                )));
+            }
+        }
+        Ok(())
+    }
+}

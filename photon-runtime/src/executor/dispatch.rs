@@ -1,0 +1,286 @@
+//! One durable subscription of the executor: reads events after the checkpoint, runs the
+//! events of one key in order and one at a time, different keys in parallel up to the
+//! configured bound, and acknowledges only the contiguous run of finished events.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use photon_core::{CheckpointCommitter, CheckpointKey, Event, EventStore, Result};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use super::config::ExecutorConfig;
+use super::dead_letter::{store_dead_letter, DeadLetter};
+use super::handler::Registration;
+use super::progress::Progress;
+use super::retry::{run_with_retries, Outcome};
+use super::shutdown::{drain_workers, log_join_error, StopSignal};
+use super::stats::SubscriptionStats;
+
+/// An event waiting for its key's worker.
+struct Queued {
+    event: Event,
+    lane: u32,
+}
+
+/// Everything the dispatcher and the workers of one subscription share.
+pub(crate) struct Subscription {
+    pub(crate) store: EventStore,
+    pub(crate) registration: Registration,
+    pub(crate) checkpoint: CheckpointKey,
+    pub(crate) committer: Arc<CheckpointCommitter>,
+    pub(crate) config: Arc<ExecutorConfig>,
+    pub(crate) dead_letter_topic: String,
+    pub(crate) stats: Arc<SubscriptionStats>,
+    pub(crate) progress: Arc<Progress>,
+    pub(crate) stop: StopSignal,
+    /// Events waiting per key; a key present here has a running worker.
+    queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
+    /// Parallelism slots: one per key being handled.
+    slots: Arc<Semaphore>,
+}
+
+impl Subscription {
+    #[allow(clippy::too_many_arguments)] // one constructor, called once, by the executor
+    pub(crate) fn new(
+        store: EventStore,
+        registration: Registration,
+        checkpoint: CheckpointKey,
+        committer: Arc<CheckpointCommitter>,
+        config: Arc<ExecutorConfig>,
+        stats: Arc<SubscriptionStats>,
+        progress: Arc<Progress>,
+        stop: StopSignal,
+    ) -> Self {
+        Self {
+            dead_letter_topic: config.dead_letter_topic(&checkpoint.topic),
+            slots: Arc::new(Semaphore::new(config.parallelism)),
+            store,
+            registration,
+            checkpoint,
+            committer,
+            config,
+            stats,
+            progress,
+            stop,
+            queues: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<Option<String>, VecDeque<Queued>>> {
+        // Only queue pushes and pops happen under this lock; they do not panic.
+        self.queues
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Runs a subscription until stop; then drains in-flight handlers (bounded by the shutdown
+/// timeout) and flushes the checkpoint.
+///
+/// # Errors
+/// The final checkpoint flush error.
+pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
+    let window = Arc::new(Semaphore::new(subscription.config.max_in_flight));
+    let mut workers = JoinSet::new();
+    let mut stop = subscription.stop.clone();
+    while !stop.is_stopped() {
+        let stream = subscription.store.subscribe_after_checkpoint(
+            subscription.checkpoint.clone(),
+            subscription.config.start_policy,
+        );
+        if !read(&subscription, stream, &window, &mut workers).await {
+            break;
+        }
+        // The stream ended (the port closed it): finish what was read, commit, reopen
+        // after the checkpoint.
+        tracing::warn!(checkpoint = ?subscription.checkpoint, "subscription stream ended; reopening");
+        if !wait_idle(&window, subscription.config.max_in_flight, &mut stop).await {
+            break;
+        }
+        while let Some(joined) = workers.try_join_next() {
+            log_join_error(joined);
+        }
+        if let Err(err) = subscription.committer.flush().await {
+            tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint flush failed");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(subscription.config.retry.initial_backoff) => {}
+            () = stop.stopped() => break,
+        }
+    }
+    let abandoned = drain_workers(&mut workers, subscription.config.shutdown_timeout).await;
+    if abandoned > 0 {
+        tracing::warn!(checkpoint = ?subscription.checkpoint, abandoned, "shutdown timeout: handlers abandoned");
+    }
+    subscription.stats.mark_stopped();
+    subscription.committer.flush().await
+}
+
+/// Reads the stream into the key queues. Returns `false` on stop, `true` when the stream
+/// ended by itself.
+async fn read(
+    subscription: &Arc<Subscription>,
+    mut stream: photon_core::EventStream,
+    window: &Arc<Semaphore>,
+    workers: &mut JoinSet<()>,
+) -> bool {
+    let mut stop = subscription.stop.clone();
+    loop {
+        while let Some(joined) = workers.try_join_next() {
+            log_join_error(joined);
+        }
+        let permit = tokio::select! {
+            biased;
+            () = stop.stopped() => return false,
+            acquired = window.clone().acquire_owned() => match acquired {
+                Ok(permit) => permit,
+                Err(_) => return false,
+            },
+        };
+        let item = tokio::select! {
+            biased;
+            () = stop.stopped() => return false,
+            item = stream.next() => item,
+        };
+        match item {
+            Some(Ok(event)) => dispatch(subscription, event, permit, workers),
+            Some(Err(err)) => {
+                subscription.stats.record_stream_error();
+                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "event could not be delivered to the handler");
+            }
+            None => return true,
+        }
+    }
+}
+
+/// Waits until every read event finished (all read-ahead permits are back).
+async fn wait_idle(window: &Arc<Semaphore>, permits: usize, stop: &mut StopSignal) -> bool {
+    let permits = u32::try_from(permits).unwrap_or(u32::MAX);
+    tokio::select! {
+        acquired = window.acquire_many(permits) => acquired.is_ok(),
+        () = stop.stopped() => false,
+    }
+}
+
+/// Queues an event behind its key; starts a worker for the key when none runs.
+fn dispatch(
+    subscription: &Arc<Subscription>,
+    event: Event,
+    window: OwnedSemaphorePermit,
+    workers: &mut JoinSet<()>,
+) {
+    let lane = subscription
+        .store
+        .port()
+        .checkpoint_lane(&event.topic_name, event.seq);
+    // The read-ahead permit is held until the event is acknowledgeable (see Progress).
+    subscription
+        .progress
+        .received(lane, event.seq, Some(window));
+    let key = event.topic_key.clone();
+    let queued = Queued { event, lane };
+    let mut queues = subscription.queues();
+    if let Some(queue) = queues.get_mut(&key) {
+        queue.push_back(queued);
+        return;
+    }
+    queues.insert(key.clone(), VecDeque::from([queued]));
+    drop(queues);
+    workers.spawn(work_key(subscription.clone(), key));
+}
+
+/// Handles one key's events in order until its queue is empty or stop is requested.
+async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
+    let mut stop = subscription.stop.clone();
+    loop {
+        let slot = tokio::select! {
+            biased;
+            () = stop.stopped() => None,
+            acquired = subscription.slots.clone().acquire_owned() => acquired.ok(),
+        };
+        let next = {
+            let mut queues = subscription.queues();
+            let popped = match (&slot, queues.get_mut(&key)) {
+                (Some(_), Some(queue)) if !stop.is_stopped() => queue.pop_front(),
+                _ => None,
+            };
+            if popped.is_none() {
+                // Stopping, or nothing left: unread events stay unacknowledged.
+                queues.remove(&key);
+            }
+            popped
+        };
+        let (Some(queued), Some(slot)) = (next, slot) else {
+            return;
+        };
+        if !handle(&subscription, &queued, slot, &mut stop).await {
+            subscription.queues().remove(&key);
+            return;
+        }
+    }
+}
+
+/// Runs one event to its end (handled or dead-lettered) and acknowledges what became
+/// contiguous. Returns `false` when the event was abandoned by shutdown.
+async fn handle(
+    subscription: &Subscription,
+    queued: &Queued,
+    slot: OwnedSemaphorePermit,
+    stop: &mut StopSignal,
+) -> bool {
+    let event = &queued.event;
+    let registration = &subscription.registration;
+    let outcome = run_with_retries(
+        &registration.handler,
+        event,
+        &subscription.config.retry,
+        &subscription.slots,
+        slot,
+        stop,
+        &subscription.stats,
+    )
+    .await;
+    let finished = match outcome {
+        Outcome::Handled => {
+            subscription.stats.record_handled();
+            true
+        }
+        Outcome::Failed { error, attempts } => {
+            let options = &registration.options;
+            tracing::warn!(
+                handler = options.handler_name(), topic = %event.topic_name, seq = event.seq,
+                attempts, %error, "handler gave up; storing a dead letter"
+            );
+            let letter = DeadLetter::new(
+                options.durable(),
+                options.handler_name(),
+                event,
+                &error,
+                attempts,
+            );
+            let stored = store_dead_letter(
+                &subscription.store,
+                &subscription.dead_letter_topic,
+                &letter,
+                &subscription.config.retry,
+                stop,
+            )
+            .await;
+            if stored {
+                subscription.stats.record_dead_letter();
+            }
+            stored
+        }
+        Outcome::Abandoned => false,
+    };
+    if finished {
+        for seq in subscription.progress.finished(queued.lane, event.seq) {
+            if let Err(err) = subscription.committer.ack(seq).await {
+                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
+            }
+        }
+    }
+    finished
+}

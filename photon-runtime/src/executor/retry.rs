@@ -1,0 +1,152 @@
+//! Running one event through its handler: attempts, exponential backoff with jitter, and
+//! panics turned into failures.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use photon_core::{Event, PhotonError};
+use rand::Rng;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::config::RetryPolicy;
+use super::handler::HandlerFn;
+use super::shutdown::StopSignal;
+use super::stats::SubscriptionStats;
+
+/// How one event ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The handler succeeded.
+    Handled,
+    /// The last attempt failed, or the error was not retryable: dead-letter it.
+    Failed { error: PhotonError, attempts: u32 },
+    /// Shutdown came while waiting to retry: the event stays unacknowledged.
+    Abandoned,
+}
+
+/// The delay after failed attempt `attempt` (1-based), before jitter.
+pub(crate) fn base_delay(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let exponent = attempt.saturating_sub(1).min(30);
+    let factor = 1u32 << exponent;
+    policy
+        .initial_backoff
+        .saturating_mul(factor)
+        .min(policy.max_backoff)
+}
+
+/// The delay after failed attempt `attempt`, with jitter applied.
+pub(crate) fn delay(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let base = base_delay(policy, attempt);
+    if policy.jitter <= 0.0 {
+        return base;
+    }
+    let scale = rand::thread_rng().gen_range((1.0 - policy.jitter)..=(1.0 + policy.jitter));
+    base.mul_f64(scale)
+        .min(policy.max_backoff.mul_f64(1.0 + policy.jitter))
+}
+
+/// One call of the handler; a panic becomes a non-retryable handler error.
+async fn attempt(handler: &HandlerFn, event: &Event) -> Result<(), PhotonError> {
+    let called = std::panic::catch_unwind(AssertUnwindSafe(|| handler(event.clone())));
+    let future = match called {
+        Ok(future) => future,
+        Err(panic) => return Err(panicked(&*panic)),
+    };
+    match AssertUnwindSafe(future).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => Err(panicked(&*panic)),
+    }
+}
+
+fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-text panic".to_owned());
+    PhotonError::handler_permanent(format!("handler panicked: {text}"))
+}
+
+/// Runs `event` until it succeeds, fails for good or shutdown interrupts a backoff.
+///
+/// `permit` is a parallelism slot held while the handler runs; it is given back during
+/// backoff so that a retrying key never keeps other keys waiting.
+pub(crate) async fn run_with_retries(
+    handler: &HandlerFn,
+    event: &Event,
+    policy: &RetryPolicy,
+    slots: &Arc<Semaphore>,
+    mut permit: OwnedSemaphorePermit,
+    stop: &mut StopSignal,
+    stats: &SubscriptionStats,
+) -> Outcome {
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let result = attempt(handler, event).await;
+        drop(permit);
+        let error = match result {
+            Ok(()) => return Outcome::Handled,
+            Err(error) => error,
+        };
+        if !error.is_retryable() || attempts >= policy.max_attempts {
+            return Outcome::Failed { error, attempts };
+        }
+        if stop.is_stopped() {
+            return Outcome::Abandoned;
+        }
+        stats.record_retry();
+        tracing::debug!(topic = %event.topic_name, seq = event.seq, attempts, %error, "handler failed; retrying");
+        tokio::select! {
+            () = tokio::time::sleep(delay(policy, attempts)) => {}
+            () = stop.stopped() => return Outcome::Abandoned,
+        }
+        permit = tokio::select! {
+            acquired = slots.clone().acquire_owned() => match acquired {
+                Ok(permit) => permit,
+                Err(_) => return Outcome::Abandoned,
+            },
+            () = stop.stopped() => return Outcome::Abandoned,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter: f64) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 10,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(1000),
+            jitter,
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_then_caps() {
+        let policy = policy(0.0);
+        let delays: Vec<u128> = (1..=6).map(|a| delay(&policy, a).as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800, 1000, 1000]);
+    }
+
+    #[test]
+    fn jitter_stays_within_its_band() {
+        let policy = policy(0.5);
+        for _ in 0..1000 {
+            let ms = delay(&policy, 2).as_millis();
+            assert!((100..=300).contains(&ms), "{ms}");
+        }
+    }
+
+    #[test]
+    fn huge_attempt_numbers_do_not_overflow() {
+        assert_eq!(
+            base_delay(&policy(0.0), u32::MAX),
+            Duration::from_millis(1000)
+        );
+    }
+}
