@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
@@ -111,13 +111,14 @@ impl EventStore {
                 limit,
             });
         }
-        let envelope_id = new_envelope_id();
+        let created_at = Utc::now();
+        let envelope_id = new_envelope_id(created_at);
         let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
         Ok(RecordDraft {
             envelope_id,
             topic_name: topic.to_owned(),
             topic_key: key.map(str::to_owned),
-            created_at: Utc::now(),
+            created_at,
             body,
         })
     }
@@ -219,8 +220,8 @@ impl EventStore {
 
 /// A time-ordered (UUID v7) envelope id. The random part comes from the thread-local
 /// CSPRNG rather than the OS, which would cost a system call per publish.
-fn new_envelope_id() -> String {
-    let millis = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0);
+fn new_envelope_id(now: DateTime<Utc>) -> String {
+    let millis = u64::try_from(now.timestamp_millis()).unwrap_or(0);
     let random: [u8; 10] = rand::random();
     uuid::Builder::from_unix_timestamp_millis(millis, &random)
         .into_uuid()
