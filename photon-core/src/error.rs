@@ -74,6 +74,16 @@ pub enum PhotonError {
         /// The port's limit in bytes.
         limit: usize,
     },
+    /// The actor or payload nests arrays and objects deeper than every port can decode.
+    #[error("event for topic {topic:?} nests {depth} levels deep, over the limit of {limit}")]
+    PayloadTooDeep {
+        /// Topic of the publish.
+        topic: String,
+        /// Nesting depth of the refused value.
+        depth: usize,
+        /// The limit, [`crate::store::MAX_JSON_DEPTH`].
+        limit: usize,
+    },
     /// Any other argument the caller passed was refused.
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -30,6 +30,11 @@ pub enum StartPolicy {
     Tail,
 }
 
+/// Deepest nesting of arrays and objects accepted in an actor or payload. Stored records
+/// wrap the payload in a few more levels, and every port must decode them with serde_json's
+/// default recursion limit (128), so the limit leaves room for that.
+pub const MAX_JSON_DEPTH: usize = 100;
+
 static PLAINTEXT_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// A storage port with Photon's rules in front: validation, limits, sealing.
@@ -75,7 +80,8 @@ impl EventStore {
     ///
     /// # Errors
     /// [`PhotonError::InvalidTopic`], [`PhotonError::InvalidKey`] or
-    /// [`PhotonError::PayloadTooLarge`] before anything is stored; the port's errors after.
+    /// [`PhotonError::PayloadTooLarge`] or [`PhotonError::PayloadTooDeep`] before anything is
+    /// stored; the port's errors after.
     pub async fn publish(
         &self,
         topic: &str,
@@ -112,6 +118,14 @@ impl EventStore {
             });
         }
         let created_at = Utc::now();
+        let depth = json_depth(&actor).max(json_depth(&payload));
+        if depth > MAX_JSON_DEPTH {
+            return Err(PhotonError::PayloadTooDeep {
+                topic: topic.to_owned(),
+                depth,
+                limit: MAX_JSON_DEPTH,
+            });
+        }
         let envelope_id = new_envelope_id(created_at);
         let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
         Ok(RecordDraft {
@@ -228,9 +242,47 @@ fn new_envelope_id(now: DateTime<Utc>) -> String {
         .to_string()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn depth_of_values() {
+        assert_eq!(json_depth(&json!(1)), 0);
+        assert_eq!(json_depth(&json!({})), 1);
+        assert_eq!(json_depth(&json!({"a": [1, {"b": []}]})), 4);
+    }
+
+    #[test]
+    fn encoded_len_matches_serialization() {
+        let value = json!({"a": "é\n", "b": [1, 2.5, null]});
+        assert_eq!(
+            encoded_len(&value),
+            serde_json::to_vec(&value).unwrap().len()
+        );
+    }
+}
+
 fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {
     validate_topic_name(topic)?;
     key.map_or(Ok(()), |key| validate_topic_key(topic, key))
+}
+
+/// Nesting depth of arrays and objects in a value (a scalar is 0).
+pub fn json_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 0usize)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(fields) => Box::new(fields.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
 }
 
 /// Length of a value's JSON encoding, without allocating it.

@@ -1,0 +1,76 @@
+//! Checkpoints: one row per subscription, topic and key scope; raised, never lowered.
+//!
+//! Commits go through the writer thread, so checkpoint writes are group-committed with
+//! appends; the upsert keeps `max(stored, new)`, so racing writers (also in two
+//! processes) can only raise the stored seq.
+
+use photon_core::{CheckpointKey, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use tokio::sync::oneshot;
+
+use crate::error::{sqlite_error, writer_gone};
+use crate::port::SqliteStoragePort;
+use crate::writer::Command;
+
+/// The key scope columns: `(0, "")` for the whole topic, `(1, key)` for one key.
+fn scope(key: &CheckpointKey) -> (i64, &str) {
+    match &key.key {
+        Some(topic_key) => (1, topic_key.as_str()),
+        None => (0, ""),
+    }
+}
+
+impl SqliteStoragePort {
+    /// The stored seq of a checkpoint.
+    pub(crate) async fn load(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        let key = key.clone();
+        self.readers()
+            .read(move |connection| {
+                let (keyed, topic_key) = scope(&key);
+                connection
+                    .prepare_cached(
+                        "SELECT seq FROM checkpoints \
+                         WHERE subscription = ?1 AND topic = ?2 AND keyed = ?3 AND topic_key = ?4",
+                    )
+                    .and_then(|mut statement| {
+                        statement
+                            .query_row(
+                                params![key.subscription, key.topic, keyed, topic_key],
+                                |row| row.get(0),
+                            )
+                            .optional()
+                    })
+                    .map_err(|e| {
+                        sqlite_error(&format!("load checkpoint {:?}", key.subscription), e)
+                    })
+            })
+            .await
+    }
+
+    /// Raises a checkpoint and waits for the commit.
+    pub(crate) async fn commit(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Checkpoint {
+            key: key.clone(),
+            seq,
+            reply,
+        })?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+}
+
+/// Stores `seq` unless a higher seq is stored, inside the writer's transaction.
+pub(crate) fn raise(
+    connection: &Connection,
+    key: &CheckpointKey,
+    seq: i64,
+) -> rusqlite::Result<()> {
+    let (keyed, topic_key) = scope(key);
+    connection
+        .prepare_cached(
+            "INSERT INTO checkpoints (subscription, topic, keyed, topic_key, seq) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (subscription, topic, keyed, topic_key) DO UPDATE SET seq = max(seq, excluded.seq)",
+        )?
+        .execute(params![key.subscription, key.topic, keyed, topic_key, seq])?;
+    Ok(())
+}

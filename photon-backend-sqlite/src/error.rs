@@ -1,0 +1,47 @@
+//! SQLite errors as Photon errors: a busy or locked database is retryable, the rest is not.
+
+use photon_core::PhotonError;
+use rusqlite::ErrorCode;
+
+use crate::port::LABEL;
+
+/// Whether retrying may succeed: another process held the lock past the busy timeout.
+pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// A Photon error for a failed SQLite call; `what` says what was being done.
+pub(crate) fn sqlite_error(what: &str, error: rusqlite::Error) -> PhotonError {
+    let message = format!("cannot {what}");
+    if is_busy(&error) {
+        PhotonError::unavailable(LABEL, message, error)
+    } else {
+        PhotonError::storage(LABEL, message, error)
+    }
+}
+
+/// The same failure reported to each of several callers (a failed batch).
+pub(crate) fn shared_failure(what: &str, busy: bool, cause: &str) -> PhotonError {
+    let message = format!("cannot {what}: {cause}");
+    if busy {
+        PhotonError::Unavailable {
+            backend: LABEL,
+            message,
+            source: None,
+        }
+    } else {
+        PhotonError::Storage {
+            backend: LABEL,
+            message,
+            source: None,
+        }
+    }
+}
+
+/// The writer thread is gone (the port is shutting down or the thread failed).
+pub(crate) fn writer_gone() -> PhotonError {
+    PhotonError::Closed("sqlite writer".into())
+}

@@ -1,0 +1,117 @@
+//! Retention: `truncate_before`, and the optional sweep by age and by count that the
+//! writer thread runs every `retention_interval`.
+//!
+//! Deleting never changes seqs: a topic's next seq continues from its last assigned one.
+//! The age sweep deletes a topic's oldest records up to the first one younger than the
+//! limit (walking the topic in seq order, so its cost is the number of records it deletes).
+
+use std::time::Duration;
+
+use photon_core::Result;
+use rusqlite::{params, Connection, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use crate::config::SqliteConfig;
+use crate::error::writer_gone;
+use crate::port::SqliteStoragePort;
+use crate::topic::{all_topics, find_topic};
+use crate::writer::Command;
+
+impl SqliteStoragePort {
+    /// Deletes the records of `topic` with `seq < before_seq` and waits for the commit.
+    pub(crate) async fn truncate(&self, topic: &str, before_seq: i64) -> Result<u64> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Truncate {
+            topic: topic.to_owned(),
+            before_seq,
+            reply,
+        })?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+}
+
+/// Deletes the records of `topic` below `before_seq`, inside the writer's transaction.
+pub(crate) fn delete_before(
+    connection: &Connection,
+    topic: &str,
+    before_seq: i64,
+) -> rusqlite::Result<u64> {
+    let Some(row) = find_topic(connection, topic)? else {
+        return Ok(0);
+    };
+    let deleted = connection
+        .prepare_cached("DELETE FROM events WHERE topic_id = ?1 AND seq < ?2")?
+        .execute(params![row.topic_id, before_seq])?;
+    Ok(deleted as u64)
+}
+
+/// The lowest seq the configured limits keep in one topic, if any limit applies.
+fn retained_from(
+    connection: &Connection,
+    topic_id: i64,
+    max_age: Option<Duration>,
+    max_events: Option<u64>,
+) -> rusqlite::Result<Option<i64>> {
+    let mut bound: Option<i64> = None;
+    if let Some(count) = max_events {
+        let last: Option<i64> = connection
+            .prepare_cached("SELECT max(seq) FROM events WHERE topic_id = ?1")?
+            .query_row([topic_id], |row| row.get(0))?;
+        if let Some(last) = last {
+            let keep_from = last.saturating_sub(i64::try_from(count).unwrap_or(i64::MAX)) + 1;
+            bound = Some(bound.map_or(keep_from, |b| b.max(keep_from)));
+        }
+    }
+    if let Some(age) = max_age {
+        // An age beyond the representable range keeps everything.
+        let cutoff = chrono::Duration::from_std(age)
+            .ok()
+            .and_then(|age| chrono::Utc::now().checked_sub_signed(age))
+            .and_then(|cutoff| cutoff.timestamp_nanos_opt())
+            .unwrap_or(i64::MIN);
+        // The first record young enough to keep; every record before it goes. When none
+        // is young enough, everything goes.
+        let keep_from: Option<i64> = connection
+            .prepare_cached(
+                "SELECT coalesce(\
+                   (SELECT seq FROM events WHERE topic_id = ?1 AND created_at >= ?2 ORDER BY seq LIMIT 1), \
+                   (SELECT max(seq) + 1 FROM events WHERE topic_id = ?1))",
+            )?
+            .query_row(params![topic_id, cutoff], |row| row.get(0))?;
+        if let Some(keep_from) = keep_from {
+            bound = Some(bound.map_or(keep_from, |b| b.max(keep_from)));
+        }
+    }
+    Ok(bound)
+}
+
+/// Applies the configured age and count limits to every topic in one transaction.
+pub(crate) fn sweep(connection: &mut Connection, config: &SqliteConfig) {
+    match sweep_all(
+        connection,
+        config.retention_max_age,
+        config.retention_max_events,
+    ) {
+        Ok(0) => {}
+        Ok(deleted) => tracing::debug!(deleted, "sqlite retention sweep"),
+        Err(error) => tracing::warn!(%error, "sqlite retention sweep failed; will retry"),
+    }
+}
+
+pub(crate) fn sweep_all(
+    connection: &mut Connection,
+    max_age: Option<Duration>,
+    max_events: Option<u64>,
+) -> rusqlite::Result<u64> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut deleted = 0;
+    for (topic_id, _) in all_topics(&transaction)? {
+        if let Some(bound) = retained_from(&transaction, topic_id, max_age, max_events)? {
+            deleted += transaction
+                .prepare_cached("DELETE FROM events WHERE topic_id = ?1 AND seq < ?2")?
+                .execute(params![topic_id, bound])? as u64;
+        }
+    }
+    transaction.commit()?;
+    Ok(deleted)
+}

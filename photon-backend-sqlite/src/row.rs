@@ -1,0 +1,177 @@
+//! Records as rows: encoding a draft for the writer, decoding a row into a record.
+
+use chrono::DateTime;
+use photon_core::{PhotonError, Record, RecordDraft, Result};
+use rusqlite::Row;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// The columns every record query selects, in this order.
+/// (`envelope_id` is stored only when it differs from `event_id`.)
+pub(crate) const RECORD_COLUMNS: &str =
+    "seq, event_id, coalesce(envelope_id, event_id), topic_key, created_at, body, extra";
+
+/// A draft encoded on the caller's thread, ready for the writer to insert.
+#[derive(Debug)]
+pub(crate) struct PendingRow {
+    pub(crate) event_id: String,
+    pub(crate) envelope_id: String,
+    pub(crate) topic: String,
+    pub(crate) topic_key: Option<String>,
+    /// Nanoseconds since the Unix epoch.
+    pub(crate) created_at: i64,
+    pub(crate) body: String,
+}
+
+impl PendingRow {
+    /// Encodes a draft; its envelope id becomes its event id.
+    ///
+    /// # Errors
+    /// [`PhotonError::InvalidInput`] for a timestamp outside 1677..2262,
+    /// [`PhotonError::Codec`] when the body cannot be encoded.
+    pub(crate) fn encode(draft: RecordDraft) -> Result<Self> {
+        let created_at = draft.created_at.timestamp_nanos_opt().ok_or_else(|| {
+            PhotonError::InvalidInput(format!(
+                "created_at {} is outside the range the sqlite port stores (years 1677 to 2262)",
+                draft.created_at
+            ))
+        })?;
+        let body = serde_json::to_string(&draft.body)
+            .map_err(|e| PhotonError::codec(format!("body of event {}", draft.envelope_id), e))?;
+        Ok(Self {
+            event_id: draft.envelope_id.clone(),
+            envelope_id: draft.envelope_id,
+            topic: draft.topic_name,
+            topic_key: draft.topic_key,
+            created_at,
+            body,
+        })
+    }
+}
+
+/// The raw columns of one stored record, read inside a blocking task.
+#[derive(Debug)]
+pub(crate) struct StoredRow {
+    seq: i64,
+    event_id: String,
+    envelope_id: String,
+    topic_key: Option<String>,
+    created_at: i64,
+    body: String,
+    extra: Option<String>,
+}
+
+impl StoredRow {
+    /// Reads the [`RECORD_COLUMNS`] of a row.
+    pub(crate) fn read(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            seq: row.get(0)?,
+            event_id: row.get(1)?,
+            envelope_id: row.get(2)?,
+            topic_key: row.get(3)?,
+            created_at: row.get(4)?,
+            body: row.get(5)?,
+            extra: row.get(6)?,
+        })
+    }
+
+    /// Its seq.
+    pub(crate) fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    /// Decodes the record of `topic`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Codec`] naming the event when its body or extra fields are not valid.
+    pub(crate) fn decode(self, topic: &str) -> Result<Record> {
+        let context = |part: &str| {
+            format!(
+                "{part} of event {} (topic {topic:?}, seq {})",
+                self.event_id, self.seq
+            )
+        };
+        let body = decode_json(&self.body).map_err(|e| PhotonError::codec(context("body"), e))?;
+        let extra = match &self.extra {
+            Some(text) => decode_json::<Map<String, Value>>(text)
+                .map_err(|e| PhotonError::codec(context("extra fields"), e))?,
+            None => Map::new(),
+        };
+        Ok(Record {
+            event_id: self.event_id,
+            envelope_id: self.envelope_id,
+            topic_name: topic.to_owned(),
+            topic_key: self.topic_key,
+            seq: self.seq,
+            created_at: DateTime::from_timestamp_nanos(self.created_at),
+            body,
+            extra,
+        })
+    }
+}
+
+/// Decodes JSON of any nesting depth: whatever could be encoded at publish time decodes
+/// (serde_json alone stops at 128 levels), growing the stack on the heap when deep.
+fn decode_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use photon_core::Body;
+    use serde_json::json;
+
+    #[test]
+    fn deep_json_decodes() {
+        let deep = (0..300).fold(
+            json!("leaf"),
+            |inner, level| json!({ "level": level, "inner": [inner] }),
+        );
+        let body = Body::Plain {
+            actor: json!(null),
+            payload: deep,
+        };
+        let text = serde_json::to_string(&body).unwrap();
+        assert!(
+            serde_json::from_str::<Body>(&text).is_err(),
+            "serde_json alone stops at 128 levels"
+        );
+        assert_eq!(decode_json::<Body>(&text).unwrap(), body);
+    }
+
+    #[test]
+    fn timestamps_keep_nanoseconds() {
+        let now = Utc::now();
+        let draft = RecordDraft {
+            envelope_id: "e1".into(),
+            topic_name: "t".into(),
+            topic_key: Some("k".into()),
+            created_at: now,
+            body: Body::Plain {
+                actor: json!(1),
+                payload: json!({"a": [1, 2]}),
+            },
+        };
+        let row = PendingRow::encode(draft.clone()).unwrap();
+        let stored = StoredRow {
+            seq: 7,
+            event_id: row.event_id,
+            envelope_id: row.envelope_id,
+            topic_key: row.topic_key,
+            created_at: row.created_at,
+            body: row.body,
+            extra: Some(r#"{"trace_id":"x"}"#.into()),
+        };
+        let record = stored.decode("t").unwrap();
+        assert_eq!(record.created_at, now);
+        assert_eq!(record.body, draft.body);
+        assert_eq!(record.extra.get("trace_id"), Some(&json!("x")));
+        assert_eq!(record.seq, 7);
+    }
+}

@@ -1,0 +1,265 @@
+//! The writer thread: owns the only write connection of a port and group-commits.
+//!
+//! It takes the first waiting command, drains whatever else is waiting (up to
+//! `max_batch`), runs them all in one `BEGIN IMMEDIATE` transaction in arrival order, and
+//! answers each caller only after the commit. Seqs are assigned inside that transaction,
+//! under SQLite's write lock, so two processes writing one file never assign the same seq.
+//! When a batch fails for a reason other than a busy lock, its commands are retried one
+//! per transaction so that one bad command fails alone.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Instant;
+
+use photon_core::{Appended, CheckpointKey, PhotonError, Result};
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use crate::config::SqliteConfig;
+use crate::error::{is_busy, shared_failure};
+use crate::row::PendingRow;
+use crate::topic::{find_topic, provision_topic, store_last_seq, TopicHeads, TopicRow};
+use crate::{checkpoint, publish, retention};
+
+/// A write (or a read that must be ordered with writes) for the writer thread.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Append one encoded draft.
+    Append {
+        row: PendingRow,
+        reply: oneshot::Sender<Result<Appended>>,
+    },
+    /// Raise a checkpoint.
+    Checkpoint {
+        key: CheckpointKey,
+        seq: i64,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Delete a topic's records below a seq.
+    Truncate {
+        topic: String,
+        before_seq: i64,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+    /// The topic's last seq once every command sent before this one is committed: where a
+    /// tail subscription starts.
+    TailSeq {
+        topic: String,
+        reply: oneshot::Sender<Result<i64>>,
+    },
+}
+
+/// What one command produced in a committed transaction.
+enum Outcome {
+    Appended(Appended),
+    Done,
+    Truncated(u64),
+    Tail(i64),
+}
+
+/// A topic touched by the running transaction.
+struct TouchedTopic {
+    row: TopicRow,
+    appended: bool,
+}
+
+pub(crate) struct Writer {
+    connection: Connection,
+    config: SqliteConfig,
+    heads: Arc<TopicHeads>,
+    inbox: Receiver<Command>,
+    /// Size of the previous batch: how many callers are likely to send again.
+    last_batch: usize,
+}
+
+impl Writer {
+    pub(crate) fn new(
+        connection: Connection,
+        config: SqliteConfig,
+        heads: Arc<TopicHeads>,
+        inbox: Receiver<Command>,
+    ) -> Self {
+        Self {
+            connection,
+            config,
+            heads,
+            inbox,
+            last_batch: 1,
+        }
+    }
+
+    /// Runs until every sender is dropped, then closes the connection.
+    pub(crate) fn run(mut self) {
+        let mut next_sweep = Instant::now() + self.config.retention_interval;
+        loop {
+            let first = if self.config.has_retention() {
+                let wait = next_sweep.saturating_duration_since(Instant::now());
+                match self.inbox.recv_timeout(wait) {
+                    Ok(command) => Some(command),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match self.inbox.recv() {
+                    Ok(command) => Some(command),
+                    Err(_) => break,
+                }
+            };
+            if let Some(first) = first {
+                let batch = self.collect(first);
+                self.last_batch = batch.len();
+                self.execute(batch);
+            }
+            if self.config.has_retention() && Instant::now() >= next_sweep {
+                retention::sweep(&mut self.connection, &self.config);
+                next_sweep = Instant::now() + self.config.retention_interval;
+            }
+        }
+        tracing::debug!(path = %self.config.path.display(), "sqlite writer stopped");
+    }
+
+    /// The batch started by `first`: whatever is waiting, and while the batch is smaller
+    /// than the previous one, what arrives within `group_commit_wait`. Callers answered
+    /// by the previous commit usually send again at once; waiting briefly for them makes
+    /// one commit of many instead of many commits of one (each commit writes its pages to
+    /// the WAL). A lone publisher (previous batch of one) never waits.
+    fn collect(&self, first: Command) -> Vec<Command> {
+        let mut batch = vec![first];
+        let target = self.last_batch.min(self.config.max_batch);
+        let deadline = Instant::now() + self.config.group_commit_wait;
+        while batch.len() < self.config.max_batch {
+            match self.inbox.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) if batch.len() < target => {
+                    let wait = deadline.saturating_duration_since(Instant::now());
+                    match self.inbox.recv_timeout(wait) {
+                        Ok(command) => batch.push(command),
+                        Err(_) => break,
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        batch
+    }
+
+    fn execute(&mut self, batch: Vec<Command>) {
+        match apply(&mut self.connection, &batch) {
+            Ok((outcomes, touched)) => {
+                for (topic, state) in &touched {
+                    if state.appended {
+                        self.heads.committed(topic, state.row.last_seq);
+                    }
+                }
+                for (command, outcome) in batch.into_iter().zip(outcomes) {
+                    answer(command, outcome);
+                }
+            }
+            Err(error) if batch.len() > 1 && !is_busy(&error) => {
+                tracing::warn!(%error, commands = batch.len(), "sqlite batch failed; retrying its commands one by one");
+                for command in batch {
+                    self.execute(vec![command]);
+                }
+            }
+            Err(error) => {
+                let busy = is_busy(&error);
+                let cause = error.to_string();
+                for command in batch {
+                    fail(command, busy, &cause);
+                }
+            }
+        }
+    }
+}
+
+type Applied = (Vec<Outcome>, HashMap<String, TouchedTopic>);
+
+/// Runs a batch in one transaction; nothing of it is stored unless this returns `Ok`.
+fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<Applied> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut touched: HashMap<String, TouchedTopic> = HashMap::new();
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for command in batch {
+        let outcome = match command {
+            Command::Append { row, .. } => {
+                let state = match touched.get_mut(&row.topic) {
+                    Some(state) => state,
+                    None => {
+                        let row_of_topic = provision_topic(&transaction, &row.topic)?;
+                        touched.entry(row.topic.clone()).or_insert(TouchedTopic {
+                            row: row_of_topic,
+                            appended: false,
+                        })
+                    }
+                };
+                let (appended, inserted) = publish::insert(&transaction, &mut state.row, row)?;
+                state.appended |= inserted;
+                Outcome::Appended(appended)
+            }
+            Command::Checkpoint { key, seq, .. } => {
+                checkpoint::raise(&transaction, key, *seq)?;
+                Outcome::Done
+            }
+            Command::Truncate {
+                topic, before_seq, ..
+            } => Outcome::Truncated(retention::delete_before(&transaction, topic, *before_seq)?),
+            Command::TailSeq { topic, .. } => match touched.get(topic) {
+                Some(state) => Outcome::Tail(state.row.last_seq),
+                None => {
+                    Outcome::Tail(find_topic(&transaction, topic)?.map_or(0, |row| row.last_seq))
+                }
+            },
+        };
+        outcomes.push(outcome);
+    }
+    for state in touched.values().filter(|state| state.appended) {
+        store_last_seq(&transaction, state.row)?;
+    }
+    transaction.commit()?;
+    Ok((outcomes, touched))
+}
+
+fn answer(command: Command, outcome: Outcome) {
+    // A caller that stopped waiting (a dropped future) no longer needs its answer.
+    match (command, outcome) {
+        (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
+            let _ = reply.send(Ok(appended));
+        }
+        (Command::Checkpoint { reply, .. }, Outcome::Done) => {
+            let _ = reply.send(Ok(()));
+        }
+        (Command::Truncate { reply, .. }, Outcome::Truncated(count)) => {
+            let _ = reply.send(Ok(count));
+        }
+        (Command::TailSeq { reply, .. }, Outcome::Tail(seq)) => {
+            let _ = reply.send(Ok(seq));
+        }
+        (command, _) => fail(
+            command,
+            false,
+            "internal error: outcome does not match its command",
+        ),
+    }
+}
+
+fn fail(command: Command, busy: bool, cause: &str) {
+    let error = |what: &str| -> PhotonError { shared_failure(what, busy, cause) };
+    match command {
+        Command::Append { reply, row } => {
+            let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
+        }
+        Command::Checkpoint { reply, key, .. } => {
+            let _ = reply.send(Err(error(&format!(
+                "commit checkpoint {:?}",
+                key.subscription
+            ))));
+        }
+        Command::Truncate { reply, topic, .. } => {
+            let _ = reply.send(Err(error(&format!("truncate topic {topic:?}"))));
+        }
+        Command::TailSeq { reply, topic } => {
+            let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
+        }
+    }
+}
