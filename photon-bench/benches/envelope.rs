@@ -5,16 +5,32 @@ use photon_core::{Record, RecordDraft, TransportCrypto};
 use serde_json::json;
 
 fn envelope(c: &mut Criterion) {
-    let crypto = TransportCrypto::plaintext().with_key("bench", [7u8; 32]).expect("32-byte key");
+    let crypto = TransportCrypto::plaintext()
+        .with_key("bench", [7u8; 32])
+        .expect("32-byte key");
     let mut group = c.benchmark_group("envelope");
     for size in [128usize, 4096] {
         let payload = json!({ "i": 1, "data": "x".repeat(size) });
         group.throughput(Throughput::Elements(1));
         group.bench_with_input(BenchmarkId::new("seal", size), &payload, |b, payload| {
-            b.iter(|| crypto.seal("envelope-id", "orders", Some("k1"), json!("actor"), payload.clone()))
+            b.iter(|| {
+                crypto.seal(
+                    "envelope-id",
+                    "orders",
+                    Some("k1"),
+                    json!("actor"),
+                    payload.clone(),
+                )
+            })
         });
         let body = crypto
-            .seal("envelope-id", "orders", Some("k1"), json!("actor"), payload.clone())
+            .seal(
+                "envelope-id",
+                "orders",
+                Some("k1"),
+                json!("actor"),
+                payload.clone(),
+            )
             .expect("seal");
         let record = Record::from_draft(
             RecordDraft {

@@ -78,7 +78,11 @@ mod tests {
 
     #[test]
     fn shares_add_up() {
-        let options = BenchOptions { events: 1003, publishers: 64, ..BenchOptions::default() };
+        let options = BenchOptions {
+            events: 1003,
+            publishers: 64,
+            ..BenchOptions::default()
+        };
         assert_eq!((0..64).map(|p| options.share(p)).sum::<usize>(), 1003);
     }
 

@@ -22,12 +22,24 @@ pub struct Measurement {
 impl Measurement {
     /// A throughput figure (higher is better).
     pub fn throughput(adapter: &str, metric: &str, photon: f64, raw: f64) -> Self {
-        Self { adapter: adapter.into(), metric: metric.into(), photon, raw, unit: "events/s".into() }
+        Self {
+            adapter: adapter.into(),
+            metric: metric.into(),
+            photon,
+            raw,
+            unit: "events/s".into(),
+        }
     }
 
     /// A latency figure in microseconds (lower is better).
     pub fn latency(adapter: &str, metric: &str, photon: f64, raw: f64) -> Self {
-        Self { adapter: adapter.into(), metric: metric.into(), photon, raw, unit: "us".into() }
+        Self {
+            adapter: adapter.into(),
+            metric: metric.into(),
+            photon,
+            raw,
+            unit: "us".into(),
+        }
     }
 
     /// Photon relative to raw, as "fraction of the raw ceiling": photon/raw for throughput,
@@ -59,7 +71,12 @@ impl Report {
             let _ = writeln!(
                 out,
                 "{:<8} {:<12} {:>14.1} {:>14.1} {:>9} {:>7.2}",
-                m.adapter, m.metric, m.photon, m.raw, m.unit, m.ratio()
+                m.adapter,
+                m.metric,
+                m.photon,
+                m.raw,
+                m.unit,
+                m.ratio()
             );
         }
         out

@@ -81,7 +81,10 @@ async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
         received += 1;
     }
     if received != options.events {
-        return Err(PhotonError::InvalidInput(format!("raw channel delivered {received} of {}", options.events)));
+        return Err(PhotonError::InvalidInput(format!(
+            "raw channel delivered {received} of {}",
+            options.events
+        )));
     }
     Ok(per_second(options.events, started.elapsed()))
 }
@@ -92,7 +95,10 @@ async fn raw_latency(options: &BenchOptions) -> Result<Latencies> {
     for i in 0..options.latency_samples {
         let started = Instant::now();
         let _ = sender.send(options.payload(i));
-        receiver.recv().await.ok_or_else(|| PhotonError::Closed("raw channel".into()))?;
+        receiver
+            .recv()
+            .await
+            .ok_or_else(|| PhotonError::Closed("raw channel".into()))?;
         latencies.record_since(started);
     }
     Ok(latencies)

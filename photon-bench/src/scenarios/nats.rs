@@ -12,7 +12,7 @@ use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use futures::StreamExt;
-use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
+use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
 use photon_core::{PhotonError, Result};
 
 use super::{measurements, photon_figures, Figures};
@@ -32,7 +32,10 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .build()
         .await?;
     let photon = photon_figures(Arc::new(port.clone()), options, "bench").await;
-    let raw = RawSide { context: port.jetstream().clone(), run: run.clone() };
+    let raw = RawSide {
+        context: port.jetstream().clone(),
+        run: run.clone(),
+    };
     let raw_figures = raw.figures(options).await;
     let cleaned = port.delete_all_streams().await;
     raw.delete_streams().await;
@@ -77,12 +80,18 @@ impl RawSide {
             duplicate_window: Duration::from_secs(120),
             ..stream::Config::default()
         };
-        self.context.get_or_create_stream(config).await.map_err(|e| raw_error("stream", e))
+        self.context
+            .get_or_create_stream(config)
+            .await
+            .map_err(|e| raw_error("stream", e))
     }
 
     async fn delete_streams(&self) {
         for measurement in ["publish", "e2e", "latency"] {
-            let _ = self.context.delete_stream(self.stream_name(measurement)).await;
+            let _ = self
+                .context
+                .delete_stream(self.stream_name(measurement))
+                .await;
         }
     }
 
@@ -92,15 +101,21 @@ impl RawSide {
         for publisher in 0..options.publishers {
             let context = self.context.clone();
             let options = *options;
-            let subjects: Vec<String> = (0..64).map(|k| self.subject(measurement, &format!("k{k}"))).collect();
+            let subjects: Vec<String> = (0..64)
+                .map(|k| self.subject(measurement, &format!("k{k}")))
+                .collect();
             tasks.push(tokio::spawn(async move {
                 for i in 0..options.share(publisher) {
-                    let payload = serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+                    let payload = serde_json::to_vec(&options.payload(i))
+                        .map_err(|e| raw_error("encode", e))?;
                     let message = PublishMessage::build()
                         .payload(payload.into())
                         .message_id(uuid::Uuid::now_v7().to_string());
                     let subject = subjects[(publisher + i) % 64].clone();
-                    let ack = context.send_publish(subject, message).await.map_err(|e| raw_error("publish", e))?;
+                    let ack = context
+                        .send_publish(subject, message)
+                        .await
+                        .map_err(|e| raw_error("publish", e))?;
                     ack.await.map_err(|e| raw_error("ack", e))?;
                 }
                 Ok::<_, PhotonError>(())
@@ -119,30 +134,49 @@ impl RawSide {
         Ok(per_second(options.events, started.elapsed()))
     }
 
-    async fn ordered_reader(&self, measurement: &str, deliver_policy: DeliverPolicy) -> Result<pull::Ordered> {
+    async fn ordered_reader(
+        &self,
+        measurement: &str,
+        deliver_policy: DeliverPolicy,
+    ) -> Result<pull::Ordered> {
         let stream = self.stream(measurement).await?;
         let consumer = stream
-            .create_consumer(pull::OrderedConfig { deliver_policy, ..pull::OrderedConfig::default() })
+            .create_consumer(pull::OrderedConfig {
+                deliver_policy,
+                ..pull::OrderedConfig::default()
+            })
             .await
             .map_err(|e| raw_error("consumer", e))?;
-        consumer.messages().await.map_err(|e| raw_error("messages", e))
+        consumer
+            .messages()
+            .await
+            .map_err(|e| raw_error("messages", e))
     }
 
     async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
         let mut messages = self.ordered_reader("e2e", DeliverPolicy::All).await?;
         let started = Instant::now();
         let publishing = {
-            let raw = RawSide { context: self.context.clone(), run: self.run.clone() };
+            let raw = RawSide {
+                context: self.context.clone(),
+                run: self.run.clone(),
+            };
             let options = *options;
             tokio::spawn(async move { raw.publish_all(&options, "e2e").await })
         };
         for _ in 0..options.events {
-            let message = messages.next().await.ok_or_else(|| PhotonError::Closed("raw consumer".into()))?;
+            let message = messages
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?;
             let message = message.map_err(|e| raw_error("read", e))?;
-            let _: serde_json::Value = serde_json::from_slice(&message.payload).map_err(|e| raw_error("decode", e))?;
+            let _: serde_json::Value =
+                serde_json::from_slice(&message.payload).map_err(|e| raw_error("decode", e))?;
         }
         let elapsed = started.elapsed();
-        publishing.await.map_err(|e| raw_error("publisher task", e))??;
+        publishing
+            .await
+            .map_err(|e| raw_error("publisher task", e))??;
         Ok(per_second(options.events, elapsed))
     }
 
@@ -152,18 +186,24 @@ impl RawSide {
         let mut latencies = Latencies::default();
         for i in 0..options.latency_samples {
             let started = Instant::now();
-            let payload = serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
-            let message = PublishMessage::build().payload(payload.into()).message_id(uuid::Uuid::now_v7().to_string());
-            let ack = self.context.send_publish(subject.clone(), message).await.map_err(|e| raw_error("publish", e))?;
+            let payload =
+                serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+            let message = PublishMessage::build()
+                .payload(payload.into())
+                .message_id(uuid::Uuid::now_v7().to_string());
+            let ack = self
+                .context
+                .send_publish(subject.clone(), message)
+                .await
+                .map_err(|e| raw_error("publish", e))?;
             ack.await.map_err(|e| raw_error("ack", e))?;
-            messages.next().await.ok_or_else(|| PhotonError::Closed("raw consumer".into()))?.map_err(|e| raw_error("read", e))?;
+            messages
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+                .map_err(|e| raw_error("read", e))?;
             latencies.record_since(started);
         }
         Ok(latencies)
     }
-}
-
-/// The port the scenario measures, for callers that want to reuse its connection.
-pub async fn port_from_env() -> Result<NatsStoragePort> {
-    NatsStoragePortBuilder::new().build().await
 }

@@ -29,12 +29,20 @@ pub struct Figures {
 ///
 /// # Errors
 /// The port's errors.
-pub async fn photon_figures(port: Arc<dyn StoragePort>, options: &BenchOptions, run_id: &str) -> Result<Figures> {
+pub async fn photon_figures(
+    port: Arc<dyn StoragePort>,
+    options: &BenchOptions,
+    run_id: &str,
+) -> Result<Figures> {
     let store = EventStore::new(port, TransportCrypto::plaintext());
     let publish = publish_rate(&store, options, &format!("{run_id}.publish")).await?;
     let end_to_end = end_to_end_rate(&store, options, &format!("{run_id}.e2e")).await?;
     let latency = round_trips(&store, options, &format!("{run_id}.latency")).await?;
-    Ok(Figures { publish, end_to_end, latency })
+    Ok(Figures {
+        publish,
+        end_to_end,
+        latency,
+    })
 }
 
 async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
@@ -46,13 +54,16 @@ async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) ->
         tasks.push(tokio::spawn(async move {
             for i in 0..options.share(publisher) {
                 let key = format!("k{}", (publisher + i) % 64);
-                store.publish(&topic, Some(&key), json!(null), options.payload(i)).await?;
+                store
+                    .publish(&topic, Some(&key), json!(null), options.payload(i))
+                    .await?;
             }
             Ok::<_, PhotonError>(())
         }));
     }
     for task in tasks {
-        task.await.map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
+        task.await
+            .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
     }
     store.port().flush().await
 }
@@ -65,7 +76,11 @@ async fn publish_rate(store: &EventStore, options: &BenchOptions, topic: &str) -
 
 async fn end_to_end_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
     let checkpoint = CheckpointKey::new("bench", topic, None);
-    let committer = CheckpointCommitter::new(store.port().clone(), checkpoint.clone(), FlushPolicy::default());
+    let committer = CheckpointCommitter::new(
+        store.port().clone(),
+        checkpoint.clone(),
+        FlushPolicy::default(),
+    );
     let mut stream = store.subscribe_after_checkpoint(checkpoint, StartPolicy::Beginning);
     let started = Instant::now();
     let publishing = {
@@ -92,13 +107,23 @@ async fn end_to_end_rate(store: &EventStore, options: &BenchOptions, topic: &str
 async fn round_trips(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<Latencies> {
     let mut stream = store.subscribe(topic, None, StartAt::Tail);
     // A first round trip establishes the subscription (brokers set it up lazily).
-    store.publish(topic, None, json!(null), options.payload(0)).await?;
-    stream.next().await.ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+    store
+        .publish(topic, None, json!(null), options.payload(0))
+        .await?;
+    stream
+        .next()
+        .await
+        .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
     let mut latencies = Latencies::default();
     for i in 0..options.latency_samples {
         let started = Instant::now();
-        store.publish(topic, None, json!(null), options.payload(i)).await?;
-        stream.next().await.ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+        store
+            .publish(topic, None, json!(null), options.payload(i))
+            .await?;
+        stream
+            .next()
+            .await
+            .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
         latencies.record_since(started);
     }
     Ok(latencies)

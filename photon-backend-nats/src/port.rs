@@ -1,0 +1,264 @@
+//! [`NatsStoragePort`]: the `StoragePort` impl on NATS JetStream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, context::ContextBuilder};
+use async_nats::{ConnectOptions, ServerAddr};
+use async_trait::async_trait;
+use futures::StreamExt;
+use photon_core::{
+    Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
+    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
+};
+
+use crate::checkpoint::Checkpoints;
+use crate::codec::split_seq;
+use crate::config::{
+    redact_url, NatsConfig, ReplayCursor, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_URL,
+};
+use crate::error::{unavailable, LABEL};
+use crate::publish::Publisher;
+use crate::topic::{Names, Streams};
+
+/// Room kept in every message for the record's own fields (topic, key, ids, time) and
+/// headers, on top of the body.
+const RECORD_OVERHEAD_BYTES: usize = 4096;
+
+/// Photon storage on NATS JetStream.
+///
+/// - One stream per topic (and shard), created on first use; subjects carry the topic and
+///   key, so a key subscription is filtered by the server.
+/// - `seq` is the stream sequence (`stream_seq × shards + shard` with several shards);
+///   `event_id` is `<stream>:<stream sequence>`, found again by a direct get.
+/// - Checkpoints live in a stream used as a compare-and-set key-value store and never
+///   regress.
+/// - Consumer groups share a durable pull consumer per stream with at most one unacknowledged
+///   event, which keeps every key's order (see `subscribe_group`).
+///
+/// Clones share one connection. The client reconnects by itself after a server restart;
+/// subscriptions resume where they were.
+#[derive(Clone)]
+pub struct NatsStoragePort {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: NatsConfig,
+    pub(crate) client: async_nats::Client,
+    pub(crate) names: Names,
+    pub(crate) streams: Streams,
+    pub(crate) publisher: Publisher,
+    pub(crate) checkpoints: Checkpoints,
+    max_payload_bytes: usize,
+}
+
+impl std::fmt::Debug for NatsStoragePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsStoragePort")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NatsStoragePort {
+    /// A builder; see [`crate::NatsStoragePortBuilder`].
+    pub fn builder() -> crate::NatsStoragePortBuilder {
+        crate::NatsStoragePortBuilder::new()
+    }
+
+    /// Connects with a resolved configuration.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] for an unusable URL or credentials file,
+    /// [`PhotonError::Unavailable`] when the server cannot be reached.
+    pub async fn connect(config: NatsConfig) -> Result<Self> {
+        let client = connect_client(&config).await?;
+        let context = ContextBuilder::new()
+            .timeout(Duration::from_secs(10))
+            .max_ack_inflight(config.max_in_flight + 1024)
+            .backpressure_on_inflight(true)
+            .build(client.clone());
+        let server_max = client.server_info().max_payload;
+        let max_payload_bytes = server_max.saturating_sub(RECORD_OVERHEAD_BYTES) / 4 * 3;
+        let names = Names::new(&config.stream_prefix, config.stream_shards);
+        let streams = Streams::new(context, &config);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                publisher: Publisher::new(config.max_in_flight),
+                checkpoints: Checkpoints::new(config.replicas),
+                config,
+                client,
+                names,
+                streams,
+                max_payload_bytes,
+            }),
+        })
+    }
+
+    /// The configuration this port runs with.
+    pub fn config(&self) -> &NatsConfig {
+        &self.inner.config
+    }
+
+    /// Stable label for logs and metrics: `"nats"`.
+    pub fn telemetry_label(&self) -> &'static str {
+        LABEL
+    }
+
+    /// The NATS client this port publishes and reads with.
+    pub fn client(&self) -> &async_nats::Client {
+        &self.inner.client
+    }
+
+    /// The JetStream context, for tools that need the raw client.
+    pub fn jetstream(&self) -> &jetstream::Context {
+        self.inner.streams.context()
+    }
+
+    /// Deletes every stream of this port's prefix: all topics' events and all checkpoints.
+    /// Meant for tests and decommissioning; returns how many streams were deleted.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the server does not answer.
+    pub async fn delete_all_streams(&self) -> Result<usize> {
+        let context = self.jetstream();
+        let mut names = context.stream_names();
+        let mut mine = Vec::new();
+        while let Some(name) = names.next().await {
+            let name = name.map_err(|err| unavailable("cannot list streams", err))?;
+            if self.inner.names.owns_stream(&name) {
+                mine.push(name);
+            }
+        }
+        for name in &mine {
+            context
+                .delete_stream(name)
+                .await
+                .map_err(|err| unavailable(format!("cannot delete stream {name}"), err))?;
+            self.inner.streams.forget(name);
+        }
+        Ok(mine.len())
+    }
+}
+
+async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
+    let mut addresses = Vec::new();
+    for part in config.url.split(',') {
+        let address: ServerAddr = part.trim().parse().map_err(|_| {
+            PhotonError::config(
+                PHOTON_NATS_URL,
+                redact_url(&config.url),
+                "nats://host:port URLs, comma separated",
+            )
+        })?;
+        addresses.push(address);
+    }
+    let mut options = ConnectOptions::new()
+        .name("photon")
+        .connection_timeout(Duration::from_secs(5))
+        .event_callback(|event| async move {
+            tracing::info!(port = LABEL, %event, "nats connection event");
+        });
+    if let Some(path) = &config.credentials_file {
+        options = options.credentials_file(path).await.map_err(|err| {
+            PhotonError::config(
+                PHOTON_NATS_CREDENTIALS_FILE,
+                path.display().to_string(),
+                format!("a readable NATS credentials file ({err})"),
+            )
+        })?;
+    }
+    if config.tls.required {
+        options = options.require_tls(true);
+    }
+    if let Some(ca) = &config.tls.ca_file {
+        options = options.add_root_certificates(ca.clone());
+    }
+    if let Some((cert, key)) = &config.tls.client_cert {
+        options = options.add_client_certificate(cert.clone(), key.clone());
+    }
+    options.connect(addresses).await.map_err(|err| {
+        unavailable(
+            format!("cannot connect to {}", redact_url(&config.url)),
+            err,
+        )
+    })
+}
+
+#[async_trait]
+impl StoragePort for NatsStoragePort {
+    fn label(&self) -> &'static str {
+        LABEL
+    }
+
+    fn capabilities(&self) -> StorageCapabilities {
+        StorageCapabilities {
+            get_event: true,
+            list: true,
+            truncate: true,
+            consumer_groups: true,
+            head_seq: true,
+            replay: match self.inner.config.replay_cursor {
+                ReplayCursor::StreamSeq => ReplayWindow::Retention,
+                ReplayCursor::TailOnly => ReplayWindow::TailOnly,
+            },
+            durable: true,
+            max_payload_bytes: self.inner.max_payload_bytes,
+        }
+    }
+
+    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+        self.publish(draft).await
+    }
+
+    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
+        self.open_subscription(request)
+    }
+
+    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
+        self.find(event_id).await
+    }
+
+    async fn list_by_topic(
+        &self,
+        topic: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.list_after(topic, after_seq, limit).await
+    }
+
+    async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+        self.list_newest(topic, limit).await
+    }
+
+    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+        self.head(topic, key).await
+    }
+
+    async fn truncate_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
+        self.purge_before(topic, before_seq).await
+    }
+
+    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        let positions = self.checkpoint_positions(key).await?;
+        Ok(positions.values().copied().max())
+    }
+
+    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        self.raise_checkpoint(key, seq).await
+    }
+
+    fn checkpoint_lane(&self, _topic: &str, seq: i64) -> u32 {
+        split_seq(seq, self.inner.names.shards()).1
+    }
+
+    fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
+        self.join_group(request)
+    }
+
+    async fn flush(&self) -> Result<()> {
+        self.wait_for_acks().await
+    }
+}

@@ -1,0 +1,66 @@
+//! Retention: the limits every event stream is created with, and `truncate_before`.
+
+use std::time::Duration;
+
+use async_nats::jetstream::stream::{self, DiscardPolicy, RetentionPolicy, StorageType};
+use photon_core::Result;
+
+use crate::codec::first_stream_seq_after;
+use crate::config::NatsConfig;
+use crate::error::unavailable;
+use crate::port::NatsStoragePort;
+
+/// How long the server remembers a `Nats-Msg-Id` to drop a retried publish.
+pub(crate) const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// Settings shared by every event stream (name and subjects are filled in per stream).
+///
+/// File storage, limits retention with the configured max age and bytes (oldest events
+/// are discarded first), direct gets allowed (for `get_record`), a two-minute
+/// deduplication window.
+pub(crate) fn stream_template(config: &NatsConfig) -> stream::Config {
+    stream::Config {
+        storage: StorageType::File,
+        num_replicas: config.replicas,
+        retention: RetentionPolicy::Limits,
+        discard: DiscardPolicy::Old,
+        max_age: config.retention.max_age.unwrap_or_default(),
+        max_bytes: config
+            .retention
+            .max_bytes
+            .and_then(|bytes| i64::try_from(bytes).ok())
+            .unwrap_or(-1),
+        max_messages: -1,
+        max_messages_per_subject: -1,
+        allow_direct: true,
+        duplicate_window: DUPLICATE_WINDOW,
+        ..stream::Config::default()
+    }
+}
+
+impl NatsStoragePort {
+    /// Purges, in every shard of `topic`, the messages whose seq is below `before_seq`.
+    pub(crate) async fn purge_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
+        let names = &self.inner.names;
+        let mut purged = 0;
+        for shard in 0..names.shards() {
+            let Some(stream) = self
+                .inner
+                .streams
+                .existing(&names.stream_name(topic, shard))
+                .await?
+            else {
+                continue;
+            };
+            let keep_from =
+                first_stream_seq_after(before_seq.saturating_sub(1), shard, names.shards());
+            let response = stream
+                .purge()
+                .sequence(keep_from)
+                .await
+                .map_err(|err| unavailable(format!("cannot truncate topic {topic:?}"), err))?;
+            purged += response.purged;
+        }
+        Ok(purged)
+    }
+}

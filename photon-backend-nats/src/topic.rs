@@ -1,0 +1,330 @@
+//! Name mapping (Photon topic, key and subscription → NATS subjects and stream names) and
+//! lazy provisioning of the streams.
+//!
+//! Layout, for prefix `P`, topic `T` and `N` shards:
+//! - one stream per topic and shard, `P_<topic-token>_<shard>`, holding the subjects
+//!   `photon.P.ev.<topic-token>.<shard>.<key-token>`. A stream per topic lets retention,
+//!   limits and deletion be decided per topic, and a topic's traffic never slows another's.
+//! - `<key-token>` is `n` for the unkeyed partition and `k<base64url(key)>` for a key, so a
+//!   key subscription is a server-side `filter_subject`; any key (dots, `*`, `>`, spaces,
+//!   any Unicode) becomes one subject token, and no key token equals the unkeyed one.
+//! - `<topic-token>` keeps `[a-z0-9-]` and writes `.` as `_d` and `_` as `_u`: reversible, so
+//!   `a.b`, `a-b` and `a_b` are three streams, and valid both in subjects and stream names.
+//! - a key's shard is a stable FNV-1a hash of its bytes modulo `N`; unkeyed events go to
+//!   shard 0.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_nats::jetstream::{self, stream};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use photon_core::{CheckpointKey, Result};
+use tokio::sync::OnceCell;
+
+use crate::config::NatsConfig;
+use crate::error::unavailable;
+
+/// Subject token of the unkeyed partition (key tokens all start with `k`).
+const UNKEYED_TOKEN: &str = "n";
+
+/// Maps Photon names onto subjects and stream names for one prefix and shard count.
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    prefix: String,
+    shards: u32,
+}
+
+impl Names {
+    pub(crate) fn new(prefix: &str, shards: u32) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+            shards: shards.max(1),
+        }
+    }
+
+    pub(crate) fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    /// The shard of a key: unkeyed events live in shard 0.
+    pub(crate) fn shard_of(&self, key: Option<&str>) -> u32 {
+        match key {
+            None => 0,
+            Some(key) => (fnv1a(key.as_bytes()) % u64::from(self.shards)) as u32,
+        }
+    }
+
+    pub(crate) fn stream_name(&self, topic: &str, shard: u32) -> String {
+        format!("{}_{}_{shard}", self.prefix, topic_token(topic))
+    }
+
+    /// Whether a stream name belongs to this prefix (topic streams and the checkpoint store).
+    pub(crate) fn owns_stream(&self, stream: &str) -> bool {
+        stream
+            .strip_prefix(&self.prefix)
+            .is_some_and(|rest| rest.starts_with('_'))
+    }
+
+    /// The shard of one of this prefix's topic streams.
+    pub(crate) fn shard_of_stream(&self, stream: &str) -> Option<u32> {
+        if !self.owns_stream(stream) {
+            return None;
+        }
+        let (_, shard) = stream.rsplit_once('_')?;
+        shard.parse().ok().filter(|s| *s < self.shards)
+    }
+
+    pub(crate) fn event_subject(&self, topic: &str, key: Option<&str>) -> String {
+        format!(
+            "photon.{}.ev.{}.{}.{}",
+            self.prefix,
+            topic_token(topic),
+            self.shard_of(key),
+            key_token(key)
+        )
+    }
+
+    /// The subjects of one topic stream.
+    pub(crate) fn stream_subjects(&self, topic: &str, shard: u32) -> String {
+        format!("photon.{}.ev.{}.{shard}.*", self.prefix, topic_token(topic))
+    }
+
+    pub(crate) fn checkpoint_stream(&self) -> String {
+        format!("{}_checkpoints", self.prefix)
+    }
+
+    pub(crate) fn checkpoint_subjects(&self) -> String {
+        format!("photon.{}.cp.>", self.prefix)
+    }
+
+    /// One subject per checkpoint and shard.
+    pub(crate) fn checkpoint_subject(&self, key: &CheckpointKey, shard: u32) -> String {
+        format!(
+            "photon.{}.cp.{}.{}.{}.{shard}",
+            self.prefix,
+            bytes_token(key.subscription.as_bytes()),
+            topic_token(&key.topic),
+            key_token(key.key.as_deref())
+        )
+    }
+}
+
+/// The reversible subject-token form of a topic name.
+pub(crate) fn topic_token(topic: &str) -> String {
+    let mut token = String::with_capacity(topic.len() + 4);
+    for c in topic.chars() {
+        match c {
+            '.' => token.push_str("_d"),
+            '_' => token.push_str("_u"),
+            other => token.push(other),
+        }
+    }
+    token
+}
+
+/// The subject token of a partition key.
+pub(crate) fn key_token(key: Option<&str>) -> String {
+    key.map_or_else(
+        || UNKEYED_TOKEN.to_owned(),
+        |key| bytes_token(key.as_bytes()),
+    )
+}
+
+fn bytes_token(bytes: &[u8]) -> String {
+    format!("k{}", URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// 64-bit FNV-1a: stable across processes, versions and platforms.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Topic streams, created on first use and cached by name.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    context: jetstream::Context,
+    template: stream::Config,
+    cache: Mutex<HashMap<String, Arc<OnceCell<Arc<stream::Stream>>>>>,
+}
+
+impl Streams {
+    pub(crate) fn new(context: jetstream::Context, config: &NatsConfig) -> Self {
+        Self {
+            context,
+            template: crate::retention::stream_template(config),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The stream of a topic shard, created if missing.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer.
+    pub(crate) async fn topic_stream(
+        &self,
+        names: &Names,
+        topic: &str,
+        shard: u32,
+    ) -> Result<Arc<stream::Stream>> {
+        self.ensure(names.stream_name(topic, shard), || stream::Config {
+            subjects: vec![names.stream_subjects(topic, shard)],
+            ..self.template.clone()
+        })
+        .await
+    }
+
+    /// A stream with the given name, created from `config` (name filled in) if missing.
+    /// The handle is cached: only the first call per stream asks the server.
+    pub(crate) async fn ensure(
+        &self,
+        name: String,
+        config: impl FnOnce() -> stream::Config,
+    ) -> Result<Arc<stream::Stream>> {
+        let cell = {
+            let mut cache = self
+                .cache
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            cache.entry(name.clone()).or_default().clone()
+        };
+        if let Some(stream) = cell.get() {
+            return Ok(stream.clone());
+        }
+        let stream = cell
+            .get_or_try_init(|| async {
+                let config = stream::Config {
+                    name: name.clone(),
+                    ..config()
+                };
+                self.context
+                    .get_or_create_stream(config)
+                    .await
+                    .map(Arc::new)
+                    .map_err(|err| unavailable(format!("cannot open stream {name}"), err))
+            })
+            .await?;
+        Ok(stream.clone())
+    }
+
+    /// A handle on an existing stream, `None` when it does not exist.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer.
+    pub(crate) async fn existing(&self, name: &str) -> Result<Option<Arc<stream::Stream>>> {
+        let cached = {
+            let cache = self
+                .cache
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            cache.get(name).and_then(|cell| cell.get().cloned())
+        };
+        if let Some(stream) = cached {
+            return Ok(Some(stream));
+        }
+        match self.context.get_stream(name).await {
+            Ok(stream) => Ok(Some(Arc::new(stream))),
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    jetstream::context::GetStreamErrorKind::JetStream(js)
+                        if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(unavailable(format!("cannot look up stream {name}"), err)),
+        }
+    }
+
+    /// Forgets a cached stream (after the server said it does not exist).
+    pub(crate) fn forget(&self, name: &str) {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(name);
+    }
+
+    pub(crate) fn context(&self) -> &jetstream::Context {
+        &self.context
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn topic_tokens_are_distinct_and_subject_safe() {
+        let topics = ["a.b", "a-b", "a_b", "a_db", "a._b", "a_.b", "a__b", "a..b"];
+        let tokens: HashSet<String> = topics.iter().map(|t| topic_token(t)).collect();
+        assert_eq!(tokens.len(), topics.len());
+        for token in &tokens {
+            assert!(
+                token
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                "{token}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_tokens_are_single_tokens_without_collisions() {
+        let keys = [
+            "k3",
+            "a.b",
+            "*",
+            ">",
+            "with space",
+            "東京",
+            "n",
+            "",
+            "a.b.c",
+        ];
+        let mut tokens: HashSet<String> = keys.iter().map(|k| key_token(Some(k))).collect();
+        assert_eq!(tokens.len(), keys.len());
+        assert!(
+            tokens.insert(key_token(None)),
+            "unkeyed token collides with a key"
+        );
+        for token in &tokens {
+            assert!(!token.contains(['.', '*', '>', ' ']), "{token}");
+        }
+        let long = "é".repeat(128);
+        assert!(key_token(Some(&long)).len() < 400);
+    }
+
+    #[test]
+    fn subjects_and_streams() {
+        let names = Names::new("pfx", 4);
+        let shard = names.shard_of(Some("a.b"));
+        assert_eq!(
+            names.event_subject("x.y", Some("a.b")),
+            format!("photon.pfx.ev.x_dy.{shard}.kYS5i")
+        );
+        assert_eq!(names.event_subject("x.y", None), "photon.pfx.ev.x_dy.0.n");
+        assert_eq!(names.stream_name("x.y", 3), "pfx_x_dy_3");
+        assert_eq!(names.stream_subjects("x.y", 3), "photon.pfx.ev.x_dy.3.*");
+        assert_eq!(names.shard_of_stream("pfx_x_dy_3"), Some(3));
+        assert_eq!(names.shard_of_stream("other_x_dy_3"), None);
+        assert_eq!(names.shard_of_stream("pfx_x_dy_9"), None);
+    }
+
+    #[test]
+    fn shards_are_stable_and_spread() {
+        let names = Names::new("p", 4);
+        // Fixed values: the hash must never change between versions.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let used: HashSet<u32> = (0..64)
+            .map(|i| names.shard_of(Some(&format!("key{i}"))))
+            .collect();
+        assert_eq!(used.len(), 4);
+        assert_eq!(Names::new("p", 1).shard_of(Some("anything")), 0);
+    }
+}

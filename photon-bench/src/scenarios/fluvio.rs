@@ -1,0 +1,215 @@
+//! The Fluvio port beside the raw `fluvio` client.
+//!
+//! The raw side does the same work without Photon: the same JSON payloads, keyed records on
+//! a one-partition topic, a producer with the settings the port uses (linger 0, 64 KiB
+//! batches, 2 MB requests), the same number of concurrent publishers each awaiting every
+//! ack (`send(..).await` then `wait()`), and one consumer. The cluster is
+//! `PHOTON_FLUVIO_ENDPOINT` (default `127.0.0.1:9003`); every topic has a fresh run prefix,
+//! and the raw side's topics are deleted afterwards.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fluvio::consumer::ConsumerConfigExtBuilder;
+use fluvio::metadata::topic::TopicSpec;
+use fluvio::{
+    Fluvio, FluvioClusterConfig, Offset, RecordKey, TopicProducerConfigBuilder, TopicProducerPool,
+};
+use futures::StreamExt;
+use photon_backend_fluvio::{fluvio_endpoint_from_env, FluvioStoragePortBuilder};
+use photon_core::{PhotonError, Result};
+
+use super::{measurements, photon_figures, Figures};
+use crate::measure::{per_second, BenchOptions, Latencies};
+use crate::report::Measurement;
+
+/// Runs the Fluvio scenario.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the cluster cannot be reached; publish and read errors.
+pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
+    let endpoint = fluvio_endpoint_from_env().unwrap_or_else(|| "127.0.0.1:9003".to_owned());
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let port = FluvioStoragePortBuilder::new()
+        .endpoint(endpoint.clone())
+        .prefix(format!("bench{run}"))
+        .build()
+        .await?;
+    let photon = photon_figures(Arc::new(port), options, "bench").await?;
+    let fluvio = Fluvio::connect_with_config(&FluvioClusterConfig::new(endpoint))
+        .await
+        .map_err(|e| raw_error("connect", e))?;
+    let raw = RawSide { fluvio, run };
+    let figures = raw.figures(options).await;
+    raw.delete_topics().await;
+    Ok(measurements("fluvio", &photon, &figures?))
+}
+
+fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
+    PhotonError::InvalidInput(format!("raw fluvio {what}: {err}"))
+}
+
+struct RawSide {
+    fluvio: Fluvio,
+    run: String,
+}
+
+impl RawSide {
+    async fn figures(&self, options: &BenchOptions) -> Result<Figures> {
+        Ok(Figures {
+            publish: self.publish_rate(options).await?,
+            end_to_end: self.end_to_end_rate(options).await?,
+            latency: self.latency(options).await?,
+        })
+    }
+
+    fn topic(&self, measurement: &str) -> String {
+        format!("benchraw-{}-{measurement}", self.run)
+    }
+
+    /// A one-partition topic and a producer with the port's settings.
+    async fn producer(&self, measurement: &str) -> Result<TopicProducerPool> {
+        let topic = self.topic(measurement);
+        let admin = self.fluvio.admin().await;
+        admin
+            .create(topic.clone(), false, TopicSpec::new_computed(1, 1, None))
+            .await
+            .map_err(|e| raw_error("create topic", e))?;
+        let config = TopicProducerConfigBuilder::default()
+            .batch_size(64 * 1024)
+            .linger(Duration::ZERO)
+            .max_request_size(2_000_000)
+            .build()
+            .map_err(|e| raw_error("producer config", e))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self
+                .fluvio
+                .topic_producer_with_config(topic.clone(), config.clone())
+                .await
+            {
+                Ok(producer) => return Ok(producer),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(err) => return Err(raw_error("producer", err)),
+            }
+        }
+    }
+
+    async fn publish_all(producer: &TopicProducerPool, options: &BenchOptions) -> Result<()> {
+        let mut tasks = Vec::with_capacity(options.publishers);
+        for publisher in 0..options.publishers {
+            let producer = producer.clone();
+            let options = *options;
+            tasks.push(tokio::spawn(async move {
+                for i in 0..options.share(publisher) {
+                    let key = format!("k{}", (publisher + i) % 64);
+                    let value = serde_json::to_vec(&options.payload(i))
+                        .map_err(|e| raw_error("encode", e))?;
+                    let output = producer
+                        .send(RecordKey::from(key), value)
+                        .await
+                        .map_err(|e| raw_error("send", e))?;
+                    output.wait().await.map_err(|e| raw_error("ack", e))?;
+                }
+                Ok::<_, PhotonError>(())
+            }));
+        }
+        for task in tasks {
+            task.await.map_err(|e| raw_error("publisher task", e))??;
+        }
+        Ok(())
+    }
+
+    async fn publish_rate(&self, options: &BenchOptions) -> Result<f64> {
+        let producer = self.producer("publish").await?;
+        let started = Instant::now();
+        Self::publish_all(&producer, options).await?;
+        Ok(per_second(options.events, started.elapsed()))
+    }
+
+    async fn consumer(
+        &self,
+        measurement: &str,
+        start: Offset,
+    ) -> Result<
+        impl futures::Stream<
+            Item = std::result::Result<
+                fluvio::consumer::Record,
+                fluvio::dataplane::link::ErrorCode,
+            >,
+        >,
+    > {
+        let config = ConsumerConfigExtBuilder::default()
+            .topic(self.topic(measurement))
+            .partition(0)
+            .offset_start(start)
+            .max_bytes(8 * 1024 * 1024)
+            .build()
+            .map_err(|e| raw_error("consumer config", e))?;
+        self.fluvio
+            .consumer_with_config(config)
+            .await
+            .map_err(|e| raw_error("consumer", e))
+    }
+
+    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
+        let producer = self.producer("e2e").await?;
+        let mut stream = self.consumer("e2e", Offset::beginning()).await?;
+        let started = Instant::now();
+        let publishing = {
+            let options = *options;
+            tokio::spawn(async move { Self::publish_all(&producer, &options).await })
+        };
+        for _ in 0..options.events {
+            let record = stream
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+                .map_err(|e| raw_error("consume", e))?;
+            serde_json::from_slice::<serde_json::Value>(record.value())
+                .map_err(|e| raw_error("decode", e))?;
+        }
+        let elapsed = started.elapsed();
+        publishing
+            .await
+            .map_err(|e| raw_error("publisher task", e))??;
+        Ok(per_second(options.events, elapsed))
+    }
+
+    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
+        let producer = self.producer("latency").await?;
+        let mut stream = self.consumer("latency", Offset::end()).await?;
+        let mut latencies = Latencies::default();
+        for i in 0..=options.latency_samples {
+            let started = Instant::now();
+            let value =
+                serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+            let output = producer
+                .send(RecordKey::NULL, value)
+                .await
+                .map_err(|e| raw_error("send", e))?;
+            output.wait().await.map_err(|e| raw_error("ack", e))?;
+            let record = stream
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+                .map_err(|e| raw_error("consume", e))?;
+            serde_json::from_slice::<serde_json::Value>(record.value())
+                .map_err(|e| raw_error("decode", e))?;
+            // The first round trip establishes the consumer, as on the Photon side.
+            if i > 0 {
+                latencies.record_since(started);
+            }
+        }
+        Ok(latencies)
+    }
+
+    async fn delete_topics(&self) {
+        let admin = self.fluvio.admin().await;
+        for measurement in ["publish", "e2e", "latency"] {
+            let _ = admin.delete::<TopicSpec>(self.topic(measurement)).await;
+        }
+    }
+}

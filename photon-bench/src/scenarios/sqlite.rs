@@ -1,0 +1,184 @@
+//! The SQLite port beside raw rusqlite batched inserts, on fresh files in the temp dir.
+//!
+//! The raw side does the same work without Photon: the same JSON payloads into one table
+//! keyed by `(topic, seq)` in WAL mode with `synchronous=NORMAL` (the port's default), in
+//! transactions of 4,096 rows from one thread (its ceiling: no per-publish
+//! acknowledgement), read back by a second connection in pages of 512.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use photon_backend_sqlite::SqliteStoragePort;
+use photon_core::{PhotonError, Result};
+use rusqlite::{params, Connection};
+
+use super::{measurements, photon_figures, Figures};
+use crate::measure::{per_second, BenchOptions, Latencies};
+use crate::report::Measurement;
+
+const RAW_BATCH: usize = 4096;
+const RAW_PAGE: i64 = 512;
+
+/// Runs the sqlite scenario.
+///
+/// # Errors
+/// The port's or rusqlite's errors (for example an unwritable temp dir).
+pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
+    let directory = ScratchDir::new()?;
+    let port = SqliteStoragePort::builder()
+        .path(directory.file("photon.db"))
+        .build()
+        .await?;
+    let photon = photon_figures(Arc::new(port), options, "bench").await?;
+    let raw_path = directory.file("raw.db");
+    let options = *options;
+    let raw = tokio::task::spawn_blocking(move || raw_figures(&raw_path, &options))
+        .await
+        .map_err(|e| PhotonError::InvalidInput(format!("raw sqlite task: {e}")))??;
+    Ok(measurements("sqlite", &photon, &raw))
+}
+
+/// A directory removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "photon-bench-sqlite-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&path).map_err(|e| {
+            PhotonError::InvalidInput(format!("cannot create {}: {e}", path.display()))
+        })?;
+        Ok(Self(path))
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sqlite(err: rusqlite::Error) -> PhotonError {
+    PhotonError::InvalidInput(format!("raw rusqlite: {err}"))
+}
+
+fn open(path: &Path) -> Result<Connection> {
+    let connection = Connection::open(path).map_err(sqlite)?;
+    connection
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             CREATE TABLE IF NOT EXISTS events (topic TEXT NOT NULL, seq INTEGER NOT NULL, \
+               topic_key TEXT, body TEXT NOT NULL, PRIMARY KEY (topic, seq));",
+        )
+        .map_err(sqlite)?;
+    connection
+        .busy_timeout(Duration::from_secs(5))
+        .map_err(sqlite)?;
+    Ok(connection)
+}
+
+fn raw_figures(path: &Path, options: &BenchOptions) -> Result<Figures> {
+    let mut connection = open(path)?;
+    Ok(Figures {
+        publish: insert_all(&mut connection, options, "publish")?,
+        end_to_end: raw_end_to_end(path, options)?,
+        latency: raw_latency(path, options)?,
+    })
+}
+
+/// Inserts every event (encoding its payload as it goes, as Photon does) in transactions
+/// of [`RAW_BATCH`] rows; returns events per second.
+fn insert_all(connection: &mut Connection, options: &BenchOptions, topic: &str) -> Result<f64> {
+    let started = Instant::now();
+    let mut next = 0;
+    while next < options.events {
+        let end = (next + RAW_BATCH).min(options.events);
+        let transaction = connection.transaction().map_err(sqlite)?;
+        {
+            let mut insert = transaction
+                .prepare_cached(
+                    "INSERT INTO events (topic, seq, topic_key, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(sqlite)?;
+            for i in next..end {
+                let body = options.payload(i).to_string();
+                insert
+                    .execute(params![topic, i as i64 + 1, format!("k{}", i % 64), body])
+                    .map_err(sqlite)?;
+            }
+        }
+        transaction.commit().map_err(sqlite)?;
+        next = end;
+    }
+    Ok(per_second(options.events, started.elapsed()))
+}
+
+/// One thread inserts while another reads pages until it has every event.
+fn raw_end_to_end(path: &Path, options: &BenchOptions) -> Result<f64> {
+    let mut writer = open(path)?;
+    let reader = open(path)?;
+    let started = Instant::now();
+    let options_copy = *options;
+    let inserting = std::thread::spawn(move || insert_all(&mut writer, &options_copy, "e2e"));
+    let mut after = 0_i64;
+    let mut received = 0;
+    let mut page = reader
+        .prepare(
+            "SELECT seq, body FROM events WHERE topic = 'e2e' AND seq > ?1 ORDER BY seq LIMIT ?2",
+        )
+        .map_err(sqlite)?;
+    while received < options.events {
+        let rows: Vec<(i64, String)> = page
+            .query_map(params![after, RAW_PAGE], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .map_err(sqlite)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(sqlite)?;
+        match rows.last() {
+            Some((seq, _)) => {
+                after = *seq;
+                received += rows.len();
+            }
+            None => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
+    let elapsed = started.elapsed();
+    inserting
+        .join()
+        .map_err(|_| PhotonError::InvalidInput("raw insert thread panicked".into()))??;
+    Ok(per_second(options.events, elapsed))
+}
+
+/// One insert transaction, then a read of that row by a second connection.
+fn raw_latency(path: &Path, options: &BenchOptions) -> Result<Latencies> {
+    let writer = open(path)?;
+    let reader = open(path)?;
+    let mut latencies = Latencies::default();
+    for i in 0..options.latency_samples {
+        let started = Instant::now();
+        let seq = i as i64 + 1;
+        writer
+            .prepare_cached(
+                "INSERT INTO events (topic, seq, topic_key, body) VALUES ('latency', ?1, NULL, ?2)",
+            )
+            .and_then(|mut s| s.execute(params![seq, options.payload(i).to_string()]))
+            .map_err(sqlite)?;
+        let _: String = reader
+            .prepare_cached("SELECT body FROM events WHERE topic = 'latency' AND seq = ?1")
+            .and_then(|mut s| s.query_row([seq], |row| row.get(0)))
+            .map_err(sqlite)?;
+        latencies.record_since(started);
+    }
+    Ok(latencies)
+}
