@@ -1,5 +1,8 @@
 //! Seal and open cost of the transport envelope, per event.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use photon_core::{Record, RecordDraft, TransportCrypto};
 use serde_json::json;

@@ -242,28 +242,6 @@ fn new_envelope_id(now: DateTime<Utc>) -> String {
         .to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn depth_of_values() {
-        assert_eq!(json_depth(&json!(1)), 0);
-        assert_eq!(json_depth(&json!({})), 1);
-        assert_eq!(json_depth(&json!({"a": [1, {"b": []}]})), 4);
-    }
-
-    #[test]
-    fn encoded_len_matches_serialization() {
-        let value = json!({"a": "é\n", "b": [1, 2.5, null]});
-        assert_eq!(
-            encoded_len(&value),
-            serde_json::to_vec(&value).unwrap().len()
-        );
-    }
-}
-
 fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {
     validate_topic_name(topic)?;
     key.map_or(Ok(()), |key| validate_topic_key(topic, key))
@@ -301,4 +279,26 @@ pub fn encoded_len(value: &Value) -> usize {
     // Writing a Value into a counter cannot fail.
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn depth_of_values() {
+        assert_eq!(json_depth(&json!(1)), 0);
+        assert_eq!(json_depth(&json!({})), 1);
+        assert_eq!(json_depth(&json!({"a": [1, {"b": []}]})), 4);
+    }
+
+    #[test]
+    fn encoded_len_matches_serialization() {
+        let value = json!({"a": "é\n", "b": [1, 2.5, null]});
+        assert_eq!(
+            encoded_len(&value),
+            serde_json::to_vec(&value).unwrap().len()
+        );
+    }
 }

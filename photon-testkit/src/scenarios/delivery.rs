@@ -43,7 +43,8 @@ pub async fn round_trip(ctx: Context) {
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }
 
-/// A subscriber started first receives the next 1,000 publishes, none missing or twice.
+/// A subscriber started first receives the next 1,000 publishes, none missing or twice,
+/// each key's events in publish order.
 pub async fn live_delivery(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("live");
@@ -51,22 +52,28 @@ pub async fn live_delivery(ctx: Context) {
     // Give brokers time to establish the tail position before publishing.
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..1000 {
+        let key = format!("k{}", i % 7);
         store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 7)),
-                json!(null),
-                json!({"i": i}),
-            )
+            .publish(&topic, Some(&key), json!(null), json!({"i": i}))
             .await
             .unwrap();
     }
-    let got: Vec<i64> = take_exact(&mut stream, 1000)
-        .await
-        .into_iter()
-        .map(|item| ok(item).payload["i"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, (0..1000).collect::<Vec<_>>());
+    let mut per_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for event in take_exact(&mut stream, 1000).await.into_iter().map(ok) {
+        per_key
+            .entry(event.topic_key.clone().unwrap())
+            .or_default()
+            .push(event.payload["i"].as_i64().unwrap());
+    }
+    for k in 0..7 {
+        let expected: Vec<i64> = (0..1000).filter(|i| i % 7 == k).collect();
+        assert_eq!(
+            per_key.remove(&format!("k{k}")).unwrap_or_default(),
+            expected,
+            "key k{k}"
+        );
+    }
+    assert!(per_key.is_empty(), "unexpected keys {per_key:?}");
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }
 
