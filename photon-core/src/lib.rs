@@ -19,6 +19,7 @@ pub mod mem;
 pub mod port;
 pub mod store;
 pub mod topic;
+pub mod wire;
 
 pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
 pub use checkpoint::{CheckpointCommitter, FlushPolicy};
