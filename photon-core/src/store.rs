@@ -118,11 +118,11 @@ impl EventStore {
             });
         }
         let created_at = Utc::now();
-        let depth = json_depth(&actor).max(json_depth(&payload));
-        if depth > MAX_JSON_DEPTH {
+        if nests_deeper_than(&actor, MAX_JSON_DEPTH) || nests_deeper_than(&payload, MAX_JSON_DEPTH)
+        {
             return Err(PhotonError::PayloadTooDeep {
                 topic: topic.to_owned(),
-                depth,
+                depth: json_depth(&actor).max(json_depth(&payload)),
                 limit: MAX_JSON_DEPTH,
             });
         }
@@ -247,6 +247,17 @@ fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {
     key.map_or(Ok(()), |key| validate_topic_key(topic, key))
 }
 
+/// Whether a value nests arrays and objects more than `limit` levels. Recursion stops at the
+/// limit, so a hostile value cannot exhaust the stack; nothing is allocated.
+pub fn nests_deeper_than(value: &Value, limit: usize) -> bool {
+    let deeper = |child: &Value| limit == 0 || nests_deeper_than(child, limit - 1);
+    match value {
+        Value::Array(items) => limit == 0 || items.iter().any(deeper),
+        Value::Object(fields) => limit == 0 || fields.values().any(deeper),
+        _ => false,
+    }
+}
+
 /// Nesting depth of arrays and objects in a value (a scalar is 0).
 pub fn json_depth(value: &Value) -> usize {
     let mut deepest = 0;
@@ -291,6 +302,10 @@ mod tests {
         assert_eq!(json_depth(&json!(1)), 0);
         assert_eq!(json_depth(&json!({})), 1);
         assert_eq!(json_depth(&json!({"a": [1, {"b": []}]})), 4);
+        assert!(nests_deeper_than(&json!({"a": [1, {"b": []}]}), 3));
+        assert!(!nests_deeper_than(&json!({"a": [1, {"b": []}]}), 4));
+        assert!(!nests_deeper_than(&json!("scalar"), 0));
+        assert!(nests_deeper_than(&json!([]), 0));
     }
 
     #[test]
