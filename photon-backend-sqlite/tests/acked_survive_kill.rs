@@ -101,7 +101,11 @@ async fn acknowledged_publishes_survive_sigkill() {
 
     let acked = acked(&out);
     assert!(acked.len() >= ACKED_BEFORE_KILL);
-    let port = SqliteStoragePort::builder().path(&db).build().await.unwrap();
+    let port = SqliteStoragePort::builder()
+        .path(&db)
+        .build()
+        .await
+        .unwrap();
     let mut lost = Vec::new();
     for (event_id, seq) in &acked {
         match port.get_record(event_id).await.unwrap() {

@@ -1,0 +1,150 @@
+//! What a Fluvio record holds, and event ids.
+//!
+//! - Record key: the Photon topic key (none for unkeyed events).
+//! - Record value: the JSON of the record's fields except `event_id` and `seq`, which come
+//!   from the record's position. The exact Photon topic is in the value and is checked on
+//!   read, so a record can never be delivered under another topic.
+//! - Event id: `f1:<fluvio topic>:<partition>:<offset>`: where the record lives, so that
+//!   `get_record` fetches it directly.
+
+use photon_core::{PhotonError, Record, RecordDraft, Result};
+use serde::Deserialize;
+
+use crate::topic::is_fluvio_name;
+
+/// The record value of a draft.
+///
+/// # Errors
+/// [`PhotonError::Codec`] (not expected: a draft holds only JSON values and strings).
+pub(crate) fn encode_value(draft: &RecordDraft) -> Result<Vec<u8>> {
+    photon_core::wire::encode_draft(draft)
+}
+
+/// The Photon record stored in `value` at a position.
+///
+/// # Errors
+/// [`PhotonError::Codec`] for a value that is not a Photon record;
+/// [`PhotonError::Storage`] when it names another topic than `topic`.
+pub(crate) fn decode_value(
+    value: &[u8],
+    topic: &str,
+    event_id: String,
+    seq: i64,
+) -> Result<Record> {
+    let record = photon_core::wire::decode_record("fluvio", value, event_id, seq)?;
+    if record.topic_name != topic {
+        return Err(PhotonError::Storage {
+            backend: "fluvio",
+            message: format!(
+                "record {} belongs to topic {:?}, not {topic:?}",
+                record.event_id, record.topic_name
+            ),
+            source: None,
+        });
+    }
+    Ok(record)
+}
+
+/// The Photon topic named in a record value, without decoding the body.
+pub(crate) fn topic_of_value(value: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct TopicOnly {
+        topic_name: String,
+    }
+    serde_json::from_slice::<TopicOnly>(value)
+        .ok()
+        .map(|t| t.topic_name)
+}
+
+/// The event id of the record at `offset` of a Fluvio topic partition.
+pub(crate) fn event_id(fluvio_topic: &str, partition: u32, offset: i64) -> String {
+    format!("f1:{fluvio_topic}:{partition}:{offset}")
+}
+
+/// Where an event id points, `None` when it is not one of this port's ids.
+pub(crate) fn parse_event_id(event_id: &str) -> Option<(String, u32, i64)> {
+    let mut parts = event_id.strip_prefix("f1:")?.split(':');
+    let topic = parts.next()?;
+    let partition = parts.next()?.parse().ok()?;
+    let offset: i64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || !is_fluvio_name(topic) || offset < 0 {
+        return None;
+    }
+    Some((topic.to_owned(), partition, offset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use photon_core::Body;
+    use serde_json::json;
+    use serde_json::Value;
+
+    fn draft(topic: &str) -> RecordDraft {
+        RecordDraft {
+            envelope_id: "env-1".into(),
+            topic_name: topic.into(),
+            topic_key: Some("k".into()),
+            created_at: Utc::now(),
+            body: Body::Plain {
+                actor: json!({"a": 1}),
+                payload: json!({"p": "ü"}),
+            },
+        }
+    }
+
+    #[test]
+    fn value_round_trips_and_checks_the_topic() {
+        let draft = draft("a.b");
+        let value = encode_value(&draft).unwrap();
+        let record = decode_value(&value, "a.b", "f1:photon-x:0:4".into(), 5).unwrap();
+        assert_eq!(
+            record,
+            Record::from_draft(draft, "f1:photon-x:0:4".into(), 5)
+        );
+        assert_eq!(topic_of_value(&value).as_deref(), Some("a.b"));
+        assert!(matches!(
+            decode_value(&value, "a-b", "id".into(), 5),
+            Err(PhotonError::Storage { .. })
+        ));
+        assert!(matches!(
+            decode_value(b"not json", "a.b", "id".into(), 5),
+            Err(PhotonError::Codec { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_survive() {
+        let mut value: Value = serde_json::from_slice(&encode_value(&draft("t")).unwrap()).unwrap();
+        value["trace_id"] = json!("abc");
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let record = decode_value(&bytes, "t", "id".into(), 1).unwrap();
+        assert_eq!(record.extra.get("trace_id"), Some(&json!("abc")));
+    }
+
+    #[test]
+    fn event_ids_round_trip_and_refuse_garbage() {
+        let id = event_id("photon-s-2-orders", 0, 41);
+        assert_eq!(id, "f1:photon-s-2-orders:0:41");
+        assert_eq!(
+            parse_event_id(&id),
+            Some(("photon-s-2-orders".to_owned(), 0, 41))
+        );
+        for bad in [
+            "",
+            "no-such-event",
+            "0",
+            "-1",
+            "😀",
+            "x:y:z:1",
+            "99999999999999999999999",
+            "f1:Bad:0:1",
+            "f1:t:0:-1",
+            "f1:t:0:1:2",
+            "f1:t:x:1",
+        ] {
+            assert_eq!(parse_event_id(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Subscriptions: one reader per shard topic, merged into one stream.
+//!
+//! - Order holds per shard topic, hence per key; a whole-topic subscription on a sharded
+//!   topic interleaves shards (no order across keys of different shards). Unkeyed events
+//!   all live in shard 0 and keep their order.
+//! - Start positions are resolved in a background task started by `subscribe`, so a
+//!   subscription is established (and `StartAt::Tail` fixed) even before it is polled.
+//! - `StartAt::AfterSeq(s)` yields exactly the events with `seq > s`. With `n` shards
+//!   (`seq = (offset + 1) × n + shard`), shard `i` starts at the first offset `o` with
+//!   `(o + 1) × n + i > s`; each shard is filtered by the seq space of its own.
+//! - A durable subscription (`request.durable`) resumes every shard from its own stored
+//!   position: the larger of the Photon checkpoint of that shard (authoritative, written by
+//!   `commit_checkpoint`) and the Fluvio consumer offset of
+//!   [`durable_consumer_name`](crate::durable_consumer_name) (a mirror kept for Fluvio tools,
+//!   never ahead of an acknowledged event). A shard without either starts at its beginning
+//!   (or at the tail when the subscription has no checkpoint at all and asks for it).
+//! - With [`ReplayCursor::TailOnly`](crate::ReplayCursor) every shard starts at the end.
+//! - A reader that loses its connection reopens at the next offset it needs.
+//! - A key filter is applied by the reader (Fluvio cannot filter by key server-side
+//!   without a SmartModule); the reader only reads the key's shard.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use fluvio::consumer::{ConsumerConfigExtBuilder, ConsumerStream, OffsetManagementStrategy};
+use fluvio::Offset;
+use futures::StreamExt;
+use photon_core::{CheckpointKey, PhotonError, RecordStream, Result, StartAt, SubscribeRequest};
+use tokio::sync::mpsc;
+
+use crate::codec::{decode_value, event_id};
+use crate::config::ReplayCursor;
+use crate::fetch::{end_offset, open};
+use crate::port::FluvioStoragePort;
+use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
+use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
+
+/// Records buffered between the shard readers and the subscriber.
+const BUFFER: usize = 1024;
+
+impl FluvioStoragePort {
+    pub(crate) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
+        let (sender, receiver) = mpsc::channel(BUFFER);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Box::pin(futures::stream::once(std::future::ready(Err(
+                PhotonError::Closed("fluvio subscription (no tokio runtime)".into()),
+            ))));
+        };
+        let port = self.clone();
+        runtime.spawn(async move { port.start_readers(request, sender).await });
+        Box::pin(futures::stream::unfold(
+            receiver,
+            |mut receiver| async move {
+                let item = receiver.recv().await?;
+                Some((item, receiver))
+            },
+        ))
+    }
+
+    async fn start_readers(
+        &self,
+        request: SubscribeRequest,
+        sender: mpsc::Sender<Result<photon_core::Record>>,
+    ) {
+        let shards = self.inner.config.topic_shards;
+        let wanted: Vec<u32> = match request.key.as_deref() {
+            Some(key) => vec![shard_for_key(Some(key), shards)],
+            None => (0..shards).collect(),
+        };
+        let starts = match self.start_offsets(&request, &wanted).await {
+            Ok(starts) => starts,
+            Err(err) => {
+                let _ = sender.send(Err(err)).await;
+                return;
+            }
+        };
+        for (shard, next) in starts {
+            let reader = ShardReader {
+                port: self.clone(),
+                topic: request.topic.clone(),
+                key: request.key.clone(),
+                shard,
+                next,
+                sender: sender.clone(),
+            };
+            tokio::spawn(reader.run());
+        }
+    }
+
+    /// The first offset to read in each shard.
+    async fn start_offsets(
+        &self,
+        request: &SubscribeRequest,
+        wanted: &[u32],
+    ) -> Result<BTreeMap<u32, i64>> {
+        let inner = &self.inner;
+        let shards = inner.config.topic_shards;
+        let stored = match &request.durable {
+            Some(key) if inner.config.replay_cursor == ReplayCursor::StreamSeq => {
+                self.durable_positions(key).await?
+            }
+            _ => BTreeMap::new(),
+        };
+        // Shards are resolved together: creating a missing topic takes a few hundred
+        // milliseconds on the SC, and a tail position must be fixed as soon as possible.
+        let resolving = wanted.iter().map(|&shard| {
+            let stored = stored.get(&shard).copied();
+            async move {
+                let name = fluvio_topic_name(&inner.config.prefix, &request.topic, shard, shards);
+                let created = ensure_topic(&inner.fluvio(), &inner.config, &name).await?;
+                let first = match (inner.config.replay_cursor, stored, request.start) {
+                    // A topic created just now holds only events appended after this
+                    // subscription started: the tail is its beginning.
+                    (ReplayCursor::TailOnly, _, _) | (_, None, StartAt::Tail) if created => 0,
+                    (ReplayCursor::TailOnly, _, _) | (_, None, StartAt::Tail) => {
+                        end_offset(&inner.fluvio(), &name).await?
+                    }
+                    (_, Some(seq), _) => first_offset_after(seq, shard, shards),
+                    // A durable subscription's `AfterSeq` comes from another shard's
+                    // checkpoint; a shard with no position of its own acknowledged nothing.
+                    (_, None, StartAt::AfterSeq(_)) if request.durable.is_some() => 0,
+                    (_, None, StartAt::AfterSeq(after)) => first_offset_after(after, shard, shards),
+                    (_, None, StartAt::Beginning) => 0,
+                };
+                Ok::<_, photon_core::PhotonError>((shard, first))
+            }
+        });
+        let starts: BTreeMap<u32, i64> = futures::future::try_join_all(resolving)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(starts)
+    }
+
+    /// Per shard: the larger of the Photon checkpoint and the Fluvio consumer offset.
+    async fn durable_positions(&self, key: &CheckpointKey) -> Result<BTreeMap<u32, i64>> {
+        let inner = &self.inner;
+        let shards = inner.config.topic_shards;
+        let mut positions = inner
+            .checkpoints
+            .positions(&self.checkpoint_context(), key)
+            .await?;
+        let id = durable_consumer_name(&key.subscription, &key.topic, key.key.as_deref());
+        match inner.fluvio().consumer_offsets().await {
+            Ok(offsets) => {
+                for shard in 0..shards {
+                    let name = fluvio_topic_name(&inner.config.prefix, &key.topic, shard, shards);
+                    let mirrored = offsets
+                        .iter()
+                        .filter(|o| {
+                            o.consumer_id == id
+                                && o.topic == name
+                                && o.partition == 0
+                                && o.offset >= 0
+                        })
+                        .map(|o| seq_of(o.offset, shard, shards))
+                        .max();
+                    if let Some(seq) = mirrored {
+                        let position = positions.entry(shard).or_insert(seq);
+                        *position = (*position).max(seq);
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::debug!(port = "fluvio", %err, "no consumer offsets; using checkpoints only")
+            }
+        }
+        Ok(positions)
+    }
+}
+
+/// Reads one shard topic in order and forwards its records.
+struct ShardReader {
+    port: FluvioStoragePort,
+    topic: String,
+    key: Option<String>,
+    shard: u32,
+    next: i64,
+    sender: mpsc::Sender<Result<photon_core::Record>>,
+}
+
+impl ShardReader {
+    async fn run(mut self) {
+        let inner = self.port.inner.clone();
+        let shards = inner.config.topic_shards;
+        let name = fluvio_topic_name(&inner.config.prefix, &self.topic, self.shard, shards);
+        loop {
+            let start = match Offset::absolute(self.next) {
+                Ok(start) => start,
+                Err(_) => Offset::beginning(),
+            };
+            let client = inner.fluvio();
+            let opened = tokio::select! {
+                opened = open(&client, &name, start, true) => opened,
+                () = self.sender.closed() => return,
+            };
+            let mut stream = match opened {
+                Ok(stream) => stream,
+                Err(err) => {
+                    tracing::debug!(port = "fluvio", topic = %name, %err, "reopening subscription");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            loop {
+                let item = tokio::select! {
+                    item = stream.next() => item,
+                    () = self.sender.closed() => return,
+                };
+                match item {
+                    Some(Ok(record)) => {
+                        if record.offset() < self.next {
+                            continue;
+                        }
+                        self.next = record.offset() + 1;
+                        if let Some(key) = &self.key {
+                            if record.key() != Some(key.as_bytes()) {
+                                continue;
+                            }
+                        }
+                        let id = event_id(&name, 0, record.offset());
+                        let seq = seq_of(record.offset(), self.shard, shards);
+                        let decoded = decode_value(record.value(), &self.topic, id, seq);
+                        if self.sender.send(decoded).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(Err(code)) => {
+                        tracing::debug!(port = "fluvio", topic = %name, %code, "subscription error; reopening");
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Keeps the Fluvio consumer offsets of durable subscriptions in step with their
+/// checkpoints, in the background (newest value per consumer and topic wins).
+pub(crate) async fn mirror_consumer_offsets(
+    port: std::sync::Weak<crate::port::Inner>,
+    mut updates: mpsc::UnboundedReceiver<(CheckpointKey, i64)>,
+) {
+    while let Some(first) = updates.recv().await {
+        let mut latest: HashMap<(String, String), i64> = HashMap::new();
+        let Some(inner) = port.upgrade() else { return };
+        let shards = inner.config.topic_shards;
+        let mut add = |(key, seq): (CheckpointKey, i64)| {
+            let shard = crate::stream_shard::shard_of_seq(seq, shards);
+            let id = durable_consumer_name(&key.subscription, &key.topic, key.key.as_deref());
+            let name = fluvio_topic_name(&inner.config.prefix, &key.topic, shard, shards);
+            let offset = latest.entry((id, name)).or_insert(i64::MIN);
+            *offset = (*offset).max(offset_of_seq(seq, shards));
+        };
+        add(first);
+        while let Ok(update) = updates.try_recv() {
+            add(update);
+        }
+        for ((id, name), offset) in latest {
+            let stored = tokio::time::timeout(
+                Duration::from_secs(10),
+                store_consumer_offset(&inner.fluvio(), &id, &name, offset),
+            )
+            .await;
+            if !matches!(stored, Ok(Ok(()))) {
+                tracing::debug!(port = "fluvio", consumer = %id, topic = %name, "consumer offset not stored");
+            }
+        }
+    }
+}
+
+/// Stores `offset` (the last handled record) as the consumer offset of `id` on `topic`.
+async fn store_consumer_offset(
+    fluvio: &fluvio::Fluvio,
+    id: &str,
+    topic: &str,
+    offset: i64,
+) -> anyhow::Result<()> {
+    let config = ConsumerConfigExtBuilder::default()
+        .topic(topic.to_owned())
+        .partition(0)
+        .offset_consumer(id.to_owned())
+        .offset_strategy(OffsetManagementStrategy::Manual)
+        .offset_start(Offset::absolute(offset)?)
+        .disable_continuous(true)
+        .max_bytes(crate::fetch::MAX_FETCH_BYTES)
+        .build()?;
+    let mut stream = fluvio.consumer_with_config(config).await?;
+    match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+        Ok(Some(Ok(record))) if record.offset() == offset => {
+            stream.offset_commit().await?;
+            stream.offset_flush().await?;
+            Ok(())
+        }
+        _ => anyhow::bail!("record {topic}@{offset} not readable"),
+    }
+}

@@ -1,0 +1,148 @@
+//! Bounded reads of one partition: its end offset, one record at an offset, a range.
+//!
+//! These reads stop at a known offset; a read that cannot get there within
+//! [`READ_DEADLINE`] is an error, never a silently short result.
+
+use std::time::Duration;
+
+use fluvio::consumer::{ConsumerConfigExtBuilder, ConsumerStream, Record, RetryMode};
+use fluvio::{Fluvio, Offset};
+use futures::StreamExt;
+use photon_core::{PhotonError, Result};
+
+use crate::topic::{is_not_found, retry_not_found, unavailable};
+
+/// Largest fetch: covers the largest batch the port writes (2 MB) with room to spare.
+pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
+
+/// How long a bounded read may take.
+pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Opens a consumer on partition 0 of `topic` from `start`.
+///
+/// `continuous = false` ends the stream at the end offset seen when it opens, and surfaces
+/// errors as items instead of reconnecting.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the topic does not show up or the cluster fails.
+pub(crate) async fn open(
+    fluvio: &Fluvio,
+    topic: &str,
+    start: Offset,
+    continuous: bool,
+) -> Result<
+    impl ConsumerStream<Item = std::result::Result<Record, fluvio::dataplane::link::ErrorCode>>
+        + Send
+        + 'static,
+> {
+    let mut builder = ConsumerConfigExtBuilder::default();
+    builder
+        .topic(topic.to_owned())
+        .partition(0)
+        .offset_start(start)
+        .max_bytes(MAX_FETCH_BYTES)
+        .disable_continuous(!continuous);
+    if !continuous {
+        builder.retry_mode(RetryMode::Disabled);
+    }
+    let config = builder
+        .build()
+        .map_err(|e| unavailable(format!("consumer config for {topic}"), e))?;
+    retry_not_found(topic, || fluvio.consumer_with_config(config.clone())).await
+}
+
+/// The offset the next record of `topic` will get (0 when empty).
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the partition cannot be read.
+pub(crate) async fn end_offset(fluvio: &Fluvio, topic: &str) -> Result<i64> {
+    let mut stream = open(fluvio, topic, Offset::from_end(1), false).await?;
+    match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
+        Ok(Some(Ok(record))) => Ok(record.offset() + 1),
+        Ok(None) => Ok(0),
+        Ok(Some(Err(code))) => Err(unavailable(format!("cannot read the end of {topic}"), code)),
+        Err(_) => Err(timeout(topic)),
+    }
+}
+
+/// The record at `offset`, `None` when the topic or the offset does not exist.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the cluster fails.
+pub(crate) async fn record_at(fluvio: &Fluvio, topic: &str, offset: i64) -> Result<Option<Record>> {
+    let start = Offset::absolute(offset).map_err(|e| unavailable("bad offset".into(), e))?;
+    let mut builder = ConsumerConfigExtBuilder::default();
+    builder
+        .topic(topic.to_owned())
+        .partition(0)
+        .offset_start(start)
+        .max_bytes(MAX_FETCH_BYTES)
+        .disable_continuous(true)
+        .retry_mode(RetryMode::Disabled);
+    let config = builder
+        .build()
+        .map_err(|e| unavailable(format!("consumer config for {topic}"), e))?;
+    let mut stream = match fluvio.consumer_with_config(config).await {
+        Ok(stream) => stream,
+        Err(err) if is_not_found(&err) || err.to_string().contains("ffset") => return Ok(None),
+        Err(err) => return Err(unavailable(format!("cannot read {topic}"), err)),
+    };
+    match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
+        Ok(Some(Ok(record))) if record.offset() == offset => Ok(Some(record)),
+        Ok(Some(Ok(_)) | None) => Ok(None),
+        Ok(Some(Err(code))) => Err(unavailable(format!("cannot read {topic}@{offset}"), code)),
+        Err(_) => Err(timeout(topic)),
+    }
+}
+
+/// Feeds every record of `topic` from `from` up to (excluding) `end` to `fold`.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when `end` is not reached within [`READ_DEADLINE`]: the
+/// caller never sees a partial read as complete.
+pub(crate) async fn read_range(
+    fluvio: &Fluvio,
+    topic: &str,
+    from: i64,
+    end: i64,
+    mut fold: impl FnMut(&Record),
+) -> Result<()> {
+    if from >= end {
+        return Ok(());
+    }
+    let start = Offset::absolute(from).map_err(|e| unavailable("bad offset".into(), e))?;
+    let mut stream = open(fluvio, topic, start, true).await?;
+    let deadline = tokio::time::Instant::now() + READ_DEADLINE;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(record))) => {
+                fold(&record);
+                if record.offset() + 1 >= end {
+                    return Ok(());
+                }
+            }
+            Ok(Some(Err(code))) => {
+                return Err(unavailable(
+                    format!("cannot read {topic} up to {end}"),
+                    code,
+                ))
+            }
+            Ok(None) => {
+                return Err(PhotonError::Unavailable {
+                    backend: "fluvio",
+                    message: format!("{topic} ended before offset {end}"),
+                    source: None,
+                })
+            }
+            Err(_) => return Err(timeout(topic)),
+        }
+    }
+}
+
+fn timeout(topic: &str) -> PhotonError {
+    PhotonError::Unavailable {
+        backend: "fluvio",
+        message: format!("reading {topic} took longer than {READ_DEADLINE:?}"),
+        source: None,
+    }
+}

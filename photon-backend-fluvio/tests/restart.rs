@@ -1,0 +1,147 @@
+//! The SPU restarts mid-stream: every acknowledged event is delivered.
+//!
+//! Needs a cluster started by `scripts/fluvio-local.sh start` (it restarts the SPU from the
+//! script's state directory, `PHOTON_FLUVIO_STATE`, default `/tmp/photon-fluvio`); skips
+//! with a message otherwise.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::FluvioFactory;
+use futures::StreamExt;
+use photon_core::{EventStore, PhotonError, StartAt, TransportCrypto};
+use serde_json::json;
+
+fn state_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("PHOTON_FLUVIO_STATE").unwrap_or_else(|_| "/tmp/photon-fluvio".into()),
+    )
+}
+
+fn restart_spu(state: &Path) {
+    let pid = std::fs::read_to_string(state.join("spu.pid")).unwrap();
+    let pid = pid.trim();
+    assert!(
+        Command::new("kill").arg(pid).status().unwrap().success(),
+        "kill spu {pid}"
+    );
+    while Command::new("kill")
+        .args(["-0", pid])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    // Started detached, like the script does, so the SPU outlives this test.
+    let cmd = state.join("spu.cmd");
+    let log = state.join("spu.log");
+    let started = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "nohup bash {} >>{} 2>&1 </dev/null & echo $!",
+            cmd.display(),
+            log.display()
+        ))
+        .output()
+        .unwrap();
+    let pid = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    assert!(!pid.is_empty(), "spu not started");
+    std::fs::write(state.join("spu.pid"), pid).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spu_restart_loses_no_acknowledged_event() {
+    let Some(factory) = FluvioFactory::from_env(1).await else {
+        return;
+    };
+    let state = state_dir();
+    if !std::fs::read_to_string(state.join("mode")).is_ok_and(|m| m.trim() == "owned") {
+        println!(
+            "skipped: the cluster was not started by scripts/fluvio-local.sh (no owned SPU in {})",
+            state.display()
+        );
+        return;
+    }
+    let store = EventStore::new(
+        Arc::new(factory.port().await.unwrap()),
+        TransportCrypto::plaintext(),
+    );
+    let topic = "restart.stream";
+    let publisher = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut acked = Vec::new();
+            let mut attempted = HashSet::new();
+            for i in 0..3000i64 {
+                attempted.insert(i);
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                loop {
+                    match store
+                        .publish(
+                            topic,
+                            Some(&format!("k{}", i % 8)),
+                            json!(null),
+                            json!({"i": i}),
+                        )
+                        .await
+                    {
+                        Ok(appended) => {
+                            acked.push((appended.event_id, i));
+                            break;
+                        }
+                        Err(err @ PhotonError::Unavailable { .. }) => {
+                            assert!(tokio::time::Instant::now() < deadline, "no recovery: {err}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        Err(err) => panic!("publish {i}: {err}"),
+                    }
+                }
+                if i % 100 == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            (acked, attempted)
+        })
+    };
+    let mut live = store.subscribe(topic, None, StartAt::Beginning);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let restarter = {
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || restart_spu(&state))
+    };
+    restarter.await.unwrap();
+    let (acked, attempted) = publisher.await.unwrap();
+    assert_eq!(acked.len(), 3000);
+    let wanted: HashSet<String> = acked.iter().map(|(id, _)| id.clone()).collect();
+    let mut delivered = HashSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while !wanted.is_subset(&delivered) {
+        let item = tokio::time::timeout_at(deadline, live.next())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "deadline: {} of {} acked delivered",
+                    wanted.intersection(&delivered).count(),
+                    wanted.len()
+                )
+            })
+            .expect("stream ended")
+            .expect("error item");
+        let i = item.payload["i"].as_i64().unwrap();
+        assert!(attempted.contains(&i), "unknown event {i}");
+        delivered.insert(item.event_id);
+    }
+    println!(
+        "{} acked, {} delivered (duplicates from retried publishes allowed)",
+        wanted.len(),
+        delivered.len()
+    );
+}

@@ -1,0 +1,19 @@
+//! The whole conformance suite with 4 Fluvio topic shards per Photon topic: order holds
+//! per key (each key lives in one shard), which is all the suite asserts.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::FluvioFactory;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_with_four_shards() {
+    for (name, _) in photon_testkit::SCENARIOS {
+        let Some(factory) = FluvioFactory::from_env(4).await else {
+            return;
+        };
+        println!("scenario {name}");
+        photon_testkit::run_scenario(name, Arc::new(factory)).await;
+    }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A single-node Fluvio cluster on 127.0.0.1 for Photon's tests.
+#
+#   scripts/fluvio-local.sh start   # prints the PHOTON_FLUVIO_ENDPOINT value on stdout
+#   scripts/fluvio-local.sh stop    # stops what `start` started
+#
+# - Server: `fluvio-run` from PATH, or the binary named by $FLUVIO_RUN.
+# - Ports: SC public $PHOTON_FLUVIO_SC_PORT (default 9003), SC private +1, SPU public +7,
+#   SPU private +8 (9003/9004/9010/9011 by default). If the SC port is already served,
+#   `start` reuses that cluster: it prints its endpoint and `stop` leaves it alone
+#   (restart tests then skip, since this script does not own the SPU).
+# - State: a fresh directory $PHOTON_FLUVIO_STATE (default /tmp/photon-fluvio) holding the
+#   metadata, logs, pid files (sc.pid, spu.pid) and the SPU command line (spu.cmd), which
+#   tests use to restart the SPU.
+# - The SPU is registered by the project's example `fluvio_register_spu`.
+# Logs go to stderr and to files in the state directory; stdout carries only the endpoint.
+set -euo pipefail
+
+STATE=${PHOTON_FLUVIO_STATE:-/tmp/photon-fluvio}
+SC_PORT=${PHOTON_FLUVIO_SC_PORT:-9003}
+HOST=127.0.0.1
+ENDPOINT="$HOST:$SC_PORT"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+log() { echo "fluvio-local: $*" >&2; }
+
+listening() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+stop_pid() {
+    local file=$1
+    [ -f "$file" ] || return 0
+    local pid
+    pid=$(cat "$file")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+}
+
+start() {
+    if listening "$SC_PORT"; then
+        log "a cluster already answers on $ENDPOINT: reusing it"
+        mkdir -p "$STATE"
+        echo reused > "$STATE/mode"
+        echo "$ENDPOINT"
+        return 0
+    fi
+    local bin=${FLUVIO_RUN:-$(command -v fluvio-run || true)}
+    if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+        log "fluvio-run not found: put it on PATH or set FLUVIO_RUN"
+        exit 1
+    fi
+    local private=$((SC_PORT + 1)) spu_public=$((SC_PORT + 7)) spu_private=$((SC_PORT + 8))
+    rm -rf "$STATE"
+    mkdir -p "$STATE/metadata" "$STATE/spu"
+    echo owned > "$STATE/mode"
+    RUST_LOG=${RUST_LOG:-warn} nohup "$bin" sc --local "$STATE/metadata" \
+        --bind-public "$ENDPOINT" --bind-private "$HOST:$private" \
+        >"$STATE/sc.log" 2>&1 </dev/null &
+    echo $! >"$STATE/sc.pid"
+    cat >"$STATE/spu.cmd" <<CMD
+FLUVIO_METRIC_SPU=$STATE/spu-metrics.sock RUST_LOG=\${RUST_LOG:-warn} exec $bin spu -i 5001 -p $HOST:$spu_public -v $HOST:$spu_private --sc-addr $HOST:$private --log-base-dir $STATE/spu
+CMD
+    nohup bash "$STATE/spu.cmd" >>"$STATE/spu.log" 2>&1 </dev/null &
+    echo $! >"$STATE/spu.pid"
+    log "sc pid $(cat "$STATE/sc.pid"), spu pid $(cat "$STATE/spu.pid"), state $STATE"
+    if ! (cd "$ROOT" && cargo run -q -p photon-backend-fluvio --example fluvio_register_spu -- \
+        "$ENDPOINT" 5001 "$HOST:$spu_public" "$HOST:$spu_private" >&2); then
+        log "SPU did not come online; see $STATE/sc.log and $STATE/spu.log"
+        stop
+        exit 1
+    fi
+    echo "$ENDPOINT"
+}
+
+stop() {
+    if [ "$(cat "$STATE/mode" 2>/dev/null)" = reused ]; then
+        log "cluster on $ENDPOINT was not started here: left running"
+        rm -f "$STATE/mode"
+        return 0
+    fi
+    stop_pid "$STATE/spu.pid"
+    stop_pid "$STATE/sc.pid"
+    log "stopped"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
