@@ -18,42 +18,30 @@ pub const TOPIC_SHARDS_ENV: &str = "PHOTON_FLUVIO_TOPIC_SHARDS";
 /// Largest accepted shard count.
 pub const MAX_TOPIC_SHARDS: u32 = 256;
 
-/// FNV-1a (64 bit): a stable hash, identical in every process and release.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// The shard of an event: `fnv1a(key) % shards` for keyed events, 0 for unkeyed ones.
-pub fn shard_for_key(key: Option<&str>, shards: u32) -> u32 {
-    match key {
-        Some(key) if shards > 1 => (fnv1a(key.as_bytes()) % u64::from(shards)) as u32,
-        _ => 0,
-    }
-}
+pub use photon_core::shard::{fnv1a, shard_for_key};
 
 /// The Photon seq of the record at `offset` of `shard`.
 pub fn seq_of(offset: i64, shard: u32, shards: u32) -> i64 {
-    (offset + 1) * i64::from(shards) + i64::from(shard)
+    photon_core::shard::sharded_seq(u64::try_from(offset + 1).unwrap_or(0), shard, shards)
 }
 
 /// The shard a seq belongs to.
 pub fn shard_of_seq(seq: i64, shards: u32) -> u32 {
-    // rem_euclid of a positive modulus is in 0..shards, which fits in u32.
-    seq.rem_euclid(i64::from(shards.max(1))) as u32
+    photon_core::shard::split_seq(seq, shards).1
 }
 
-/// The Fluvio offset a seq was given for.
+/// The Fluvio offset a seq was given for (`-1` for seqs below every record).
 pub fn offset_of_seq(seq: i64, shards: u32) -> i64 {
-    seq.div_euclid(i64::from(shards.max(1))) - 1
+    i64::try_from(photon_core::shard::split_seq(seq, shards).0).unwrap_or(i64::MAX) - 1
 }
 
 /// The first offset of `shard` whose seq is greater than `after`.
 pub fn first_offset_after(after: i64, shard: u32, shards: u32) -> i64 {
-    // Smallest q >= 1 with q * shards + shard > after; the offset is q - 1.
-    let q = (after - i64::from(shard)).div_euclid(i64::from(shards.max(1))) + 1;
-    q.max(1) - 1
+    i64::try_from(photon_core::shard::first_position_after(
+        after, shard, shards,
+    ))
+    .unwrap_or(i64::MAX)
+        - 1
 }
 
 /// Parses a shard count.
@@ -75,25 +63,6 @@ pub fn parse_topic_shards(variable: &str, value: &str) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv1a_is_the_published_function() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
-
-    #[test]
-    fn keys_route_stably_and_unkeyed_to_shard_zero() {
-        assert_eq!(shard_for_key(None, 4), 0);
-        assert_eq!(shard_for_key(Some("k"), 1), 0);
-        let shard = shard_for_key(Some("order-17"), 4);
-        assert_eq!(shard, shard_for_key(Some("order-17"), 4));
-        assert!(shard < 4);
-        let used: std::collections::BTreeSet<u32> = (0..40)
-            .map(|i| shard_for_key(Some(&format!("k{i}")), 4))
-            .collect();
-        assert_eq!(used.len(), 4);
-    }
 
     #[test]
     fn seq_round_trips_and_increases_per_shard() {

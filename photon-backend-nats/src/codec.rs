@@ -44,33 +44,9 @@ pub(crate) fn parse_event_id(event_id: &str) -> Option<(&str, u64)> {
     valid_stream.then_some((stream, seq))
 }
 
-/// The Photon seq of a stream sequence in a shard.
-pub(crate) fn photon_seq(stream_seq: u64, shard: u32, shards: u32) -> i64 {
-    let seq = i128::from(stream_seq) * i128::from(shards) + i128::from(shard);
-    i64::try_from(seq).unwrap_or(i64::MAX)
-}
-
-/// Stream sequence and shard of a Photon seq (`seq >= 0`).
-pub(crate) fn split_seq(seq: i64, shards: u32) -> (u64, u32) {
-    let seq = seq.max(0) as u64;
-    let shards = u64::from(shards.max(1));
-    (seq / shards, (seq % shards) as u32)
-}
-
-/// The first stream sequence of `shard` whose Photon seq is above `after`.
-pub(crate) fn first_stream_seq_after(after: i64, shard: u32, shards: u32) -> u64 {
-    if after < i64::from(shard) {
-        return 1;
-    }
-    let (stream_seq, after_shard) = split_seq(after, shards);
-    // seq = q × shards + shard > after  ⇔  q > stream_seq, or q = stream_seq when this
-    // shard sorts after the one `after` names.
-    if shard > after_shard {
-        stream_seq.max(1)
-    } else {
-        stream_seq + 1
-    }
-}
+pub(crate) use photon_core::shard::{
+    first_position_after as first_stream_seq_after, sharded_seq as photon_seq, split_seq,
+};
 
 #[cfg(test)]
 mod tests {
@@ -93,32 +69,5 @@ mod tests {
         ] {
             assert!(parse_event_id(bad).is_none(), "{bad}");
         }
-    }
-
-    #[test]
-    fn seqs_encode_the_shard() {
-        assert_eq!(photon_seq(7, 0, 1), 7);
-        assert_eq!(photon_seq(7, 3, 4), 31);
-        assert_eq!(split_seq(31, 4), (7, 3));
-        assert_eq!(split_seq(7, 1), (7, 0));
-    }
-
-    #[test]
-    fn after_seq_per_shard_is_exact() {
-        let shards = 4;
-        for after in 0..60 {
-            for shard in 0..shards {
-                let start = first_stream_seq_after(after, shard, shards);
-                assert!(photon_seq(start, shard, shards) > after);
-                if start > 1 {
-                    assert!(
-                        photon_seq(start - 1, shard, shards) <= after,
-                        "after {after} shard {shard}"
-                    );
-                }
-            }
-        }
-        assert_eq!(first_stream_seq_after(0, 0, 1), 1);
-        assert_eq!(first_stream_seq_after(5, 0, 1), 6);
     }
 }

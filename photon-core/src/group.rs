@@ -110,7 +110,7 @@ impl GroupDispatchers {
             start,
             durable: None,
         });
-        runtime.spawn(Dispatcher::new(control.clone()).run(inbox, records));
+        runtime.spawn(Dispatcher::new(control.clone(), inbox).run(records));
         dispatchers.insert(id, control.clone());
         Some(control)
     }
@@ -149,6 +149,9 @@ struct InFlight {
 
 struct Dispatcher {
     control: mpsc::UnboundedSender<Control>,
+    inbox: mpsc::UnboundedReceiver<Control>,
+    /// Joins and leaves set aside while acknowledgements were drained ahead of them.
+    deferred: VecDeque<Control>,
     members: BTreeMap<String, MemberSender>,
     key_owner: HashMap<String, (String, usize)>,
     in_flight: BTreeMap<i64, InFlight>,
@@ -157,9 +160,14 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    fn new(control: mpsc::UnboundedSender<Control>) -> Self {
+    fn new(
+        control: mpsc::UnboundedSender<Control>,
+        inbox: mpsc::UnboundedReceiver<Control>,
+    ) -> Self {
         Self {
             control,
+            inbox,
+            deferred: VecDeque::new(),
             members: BTreeMap::new(),
             key_owner: HashMap::new(),
             in_flight: BTreeMap::new(),
@@ -168,13 +176,17 @@ impl Dispatcher {
         }
     }
 
-    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Control>, mut records: RecordStream) {
+    async fn run(mut self, mut records: RecordStream) {
         loop {
+            if let Some(control) = self.deferred.pop_front() {
+                self.apply(control);
+                continue;
+            }
             let reading = !self.members.is_empty()
                 && self.waiting.is_empty()
                 && self.in_flight.len() < IN_FLIGHT_PER_MEMBER * self.members.len();
             tokio::select! {
-                control = inbox.recv() => match control {
+                control = self.inbox.recv() => match control {
                     Some(control) => self.apply(control),
                     None => return,
                 },
@@ -207,6 +219,16 @@ impl Dispatcher {
                 if *count == 0 {
                     self.key_owner.remove(&key);
                 }
+            }
+        }
+    }
+
+    /// Applies every queued acknowledgement now; joins and leaves keep their order after.
+    fn drain_acknowledgements(&mut self) {
+        while let Ok(control) = self.inbox.try_recv() {
+            match control {
+                Control::Ack(seq) => self.acknowledge(seq),
+                other => self.deferred.push_back(other),
             }
         }
     }
@@ -259,7 +281,9 @@ impl Dispatcher {
         if sender.send(Ok(delivery)).is_err() {
             // The member is gone and its Leave is still queued: handle the leave now, so its
             // keys and unacknowledged events (all of lower seq, hence queued ahead of this
-            // record) go to the others.
+            // record) go to the others. Its acknowledgements are queued too and must count
+            // first, or events it already handled would be handed out again.
+            self.drain_acknowledgements();
             self.waiting.push_front(record);
             self.leave(&member);
             return;

@@ -17,6 +17,7 @@ pub mod event;
 pub mod group;
 pub mod mem;
 pub mod port;
+pub mod shard;
 pub mod store;
 pub mod topic;
 pub mod wire;

@@ -142,11 +142,9 @@ impl EventStore {
     /// # Errors
     /// [`PhotonError::Crypto`] naming the event.
     pub fn open(&self, record: Record) -> Result<Event> {
-        let (actor, payload) = match (&record.body, self.crypto.is_sealing()) {
-            (Body::Plain { .. }, false) => match record.body {
-                Body::Plain { actor, payload } => (actor, payload),
-                Body::Sealed(_) => unreachable!("matched as plain above"),
-            },
+        let sealing = self.crypto.is_sealing();
+        let (actor, payload) = match record.body {
+            Body::Plain { actor, payload } if !sealing => (actor, payload),
             _ => self.crypto.open(&record)?,
         };
         Ok(Event {
