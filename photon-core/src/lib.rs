@@ -32,7 +32,7 @@ pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, SubscribeRequest,
 };
-pub use store::{EventStore, EventStream, StartPolicy};
+pub use store::{EventStore, EventStream, StartPolicy, Unopened};
 pub use topic::{
     validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry, MAX_TOPIC_KEY_LEN,
     MAX_TOPIC_NAME_LEN,

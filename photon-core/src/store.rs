@@ -13,12 +13,22 @@ use serde_json::Value;
 use crate::crypto::TransportCrypto;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Body, Event, Record, RecordDraft};
-use crate::port::{CheckpointKey, StartAt, StoragePort, SubscribeRequest};
+use crate::port::{CheckpointKey, RecordStream, StartAt, StoragePort, SubscribeRequest};
 use crate::topic::{validate_topic_key, validate_topic_name};
 
 /// A stream of opened events. An event that cannot be opened is an error item; the stream
 /// continues with the next event.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event>> + Send>>;
+
+/// A stored record that could not be opened (wrong key ring, tampered or moved body), with
+/// the reason. The record is kept whole, so that it can be stored aside and opened later.
+#[derive(Debug)]
+pub struct Unopened {
+    /// The record as stored.
+    pub record: Record,
+    /// Why it could not be opened: a [`PhotonError::Crypto`] naming it.
+    pub error: PhotonError,
+}
 
 /// Where a durable subscription starts when it has no checkpoint yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -142,10 +152,22 @@ impl EventStore {
     /// # Errors
     /// [`PhotonError::Crypto`] naming the event.
     pub fn open(&self, record: Record) -> Result<Event> {
+        self.open_record(record).map_err(|unopened| unopened.error)
+    }
+
+    /// Opens a stored record into an event, handing the record back when it cannot be
+    /// opened, so that a consumer can keep it (a dead letter) instead of losing it.
+    ///
+    /// # Errors
+    /// [`Unopened`] with the record and the [`PhotonError::Crypto`] naming it.
+    pub fn open_record(&self, record: Record) -> std::result::Result<Event, Box<Unopened>> {
         let sealing = self.crypto.is_sealing();
         let (actor, payload) = match record.body {
             Body::Plain { actor, payload } if !sealing => (actor, payload),
-            _ => self.crypto.open(&record)?,
+            _ => match self.crypto.open(&record) {
+                Ok(opened) => opened,
+                Err(error) => return Err(Box::new(Unopened { record, error })),
+            },
         };
         Ok(Event {
             event_id: record.event_id,
@@ -174,15 +196,16 @@ impl EventStore {
 
     /// Streams opened events for a full request.
     pub fn subscribe_request(&self, request: SubscribeRequest) -> EventStream {
+        self.open_stream(self.subscribe_records(request))
+    }
+
+    /// Streams the stored records of a full request, unopened (see
+    /// [`EventStore::open_record`]).
+    pub fn subscribe_records(&self, request: SubscribeRequest) -> RecordStream {
         if let Err(err) = validate_request(&request.topic, request.key.as_deref()) {
             return Box::pin(futures::stream::once(std::future::ready(Err(err))));
         }
-        let store = self.clone();
-        Box::pin(
-            self.port
-                .subscribe(request)
-                .map(move |item| item.and_then(|record| store.open(record))),
-        )
+        self.port.subscribe(request)
     }
 
     /// Streams a durable subscription's events: after its checkpoint, or per `policy` when
@@ -192,6 +215,16 @@ impl EventStore {
         checkpoint: CheckpointKey,
         policy: StartPolicy,
     ) -> EventStream {
+        self.open_stream(self.records_after_checkpoint(checkpoint, policy))
+    }
+
+    /// Streams a durable subscription's stored records, unopened: after its checkpoint, or
+    /// per `policy` when it has none.
+    pub fn records_after_checkpoint(
+        &self,
+        checkpoint: CheckpointKey,
+        policy: StartPolicy,
+    ) -> RecordStream {
         if let Err(err) = validate_request(&checkpoint.topic, checkpoint.key.as_deref()) {
             return Box::pin(futures::stream::once(std::future::ready(Err(err))));
         }
@@ -202,7 +235,7 @@ impl EventStore {
                 None if policy == StartPolicy::Tail => StartAt::Tail,
                 None => StartAt::Beginning,
             };
-            Ok::<_, PhotonError>(store.subscribe_request(SubscribeRequest {
+            Ok::<_, PhotonError>(store.port.subscribe(SubscribeRequest {
                 topic: checkpoint.topic.clone(),
                 key: checkpoint.key.clone(),
                 start,
@@ -215,6 +248,11 @@ impl EventStore {
                 Err(err) => Box::pin(futures::stream::once(std::future::ready(Err(err)))),
             }),
         )
+    }
+
+    fn open_stream(&self, records: RecordStream) -> EventStream {
+        let store = self.clone();
+        Box::pin(records.map(move |item| item.and_then(|record| store.open(record))))
     }
 
     /// Finds an event by id.

@@ -29,7 +29,7 @@ pub use builder::PhotonBuilder;
 pub use executor::{
     AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
-    HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, SubscribeOptions,
+    HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
     TopicSnapshot, TypedEvent, TypedStream, TypedTopic,
 };
 pub use photon::Photon;

@@ -248,3 +248,134 @@ async fn failing_events_land_in_the_dead_letter_topic_once_and_can_be_replayed()
     );
     assert_eq!(photon.dead_letters("orders").await.unwrap().len(), 3);
 }
+
+fn photon_with_keys(port: &MemStoragePort, keys: &[(&str, u8)]) -> Photon {
+    let mut builder = Photon::builder().storage_port(port.clone());
+    for (id, byte) in keys {
+        builder = builder.transport_key(*id, [*byte; 32]);
+    }
+    builder.build().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn events_that_cannot_be_opened_are_dead_lettered_in_order_and_replay_once_the_key_is_back() {
+    let port = MemStoragePort::new();
+    let current = photon_with_keys(&port, &[("current", 2)]);
+    let retired = photon_with_keys(&port, &[("retired", 1)]);
+    // seqs 1, 2 sealed with the current key; 3, 4 with a key the consumer lacks; 5 current.
+    let mut published = Vec::new();
+    for (i, publisher) in [&current, &current, &retired, &retired, &current]
+        .into_iter()
+        .enumerate()
+    {
+        let appended = publisher
+            .publish(
+                "payments",
+                Some("acct-1"),
+                json!("teller"),
+                json!({ "n": i }),
+            )
+            .await
+            .unwrap();
+        published.push(appended);
+    }
+
+    let seen = Seen::default();
+    let executor = current
+        .executor()
+        .config(config(3))
+        .handler("ledger", "payments", {
+            let seen = seen.clone();
+            move |event: Event| {
+                let seen = seen.clone();
+                async move {
+                    seen.record(&event);
+                    Ok::<(), PhotonError>(())
+                }
+            }
+        })
+        .start()
+        .unwrap();
+    let reached = eventually(Duration::from_secs(10), || {
+        futures::executor::block_on(current.checkpoint("ledger", "payments", None)).unwrap()
+            == Some(5)
+    })
+    .await;
+    assert!(
+        reached,
+        "the checkpoint moves past the unopened events once dead-lettered"
+    );
+    assert_eq!(seen.seqs(), vec![1, 2, 5]);
+
+    let letters = current.dead_letters("payments").await.unwrap();
+    let summary: Vec<_> = letters
+        .iter()
+        .map(|l| {
+            (
+                l.original.seq,
+                l.original.event_id.clone(),
+                l.attempts,
+                l.handler.clone(),
+                l.original.actor.clone(),
+                l.original.stored.as_ref().map(|s| s.envelope_id.is_empty()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (
+                3,
+                published[2].event_id.clone(),
+                0,
+                "ledger".to_owned(),
+                json!(null),
+                Some(false)
+            ),
+            (
+                4,
+                published[3].event_id.clone(),
+                0,
+                "ledger".to_owned(),
+                json!(null),
+                Some(false)
+            ),
+        ]
+    );
+    assert!(
+        letters[0].error.starts_with(&format!(
+            "cannot open event {} on topic \"payments\": ",
+            published[2].event_id
+        )),
+        "{}",
+        letters[0].error
+    );
+
+    // Without the retired key the replay is refused and nothing is published.
+    let refused = current.replay_dead_letter(&letters[0]).await.unwrap_err();
+    assert!(matches!(refused, PhotonError::Crypto { .. }), "{refused}");
+    // With it back in the ring the event is opened and published anew, sealed with the
+    // newest key.
+    let restored = photon_with_keys(&port, &[("retired", 1), ("current", 2)]);
+    let mut replayed = Vec::new();
+    for letter in &letters {
+        replayed.push(restored.replay_dead_letter(letter).await.unwrap());
+    }
+    assert_eq!(
+        replayed.iter().map(|a| a.seq).collect::<Vec<_>>(),
+        vec![6, 7]
+    );
+    assert!(eventually(Duration::from_secs(10), || seen.len() == 5).await);
+    let handled = seen.seqs();
+    assert_eq!(handled, vec![1, 2, 5, 6, 7]);
+    let event = current.get_event(&published[3].event_id).await;
+    assert!(matches!(event, Err(PhotonError::Crypto { .. })));
+    let replayed_event = current
+        .get_event(&replayed[1].event_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(replayed_event.payload, json!({ "n": 3 }));
+    assert_eq!(replayed_event.actor, json!("teller"));
+    executor.shutdown().await.unwrap();
+}

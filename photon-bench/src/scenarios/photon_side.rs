@@ -68,7 +68,17 @@ async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) ->
     store.port().flush().await
 }
 
+/// Publishes one event to `topic` before a timed window, so that the window starts with the
+/// topic in place (brokers create it on first use), as the raw side's window does.
+async fn warm_up(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
+    store
+        .publish(topic, Some("warm-up"), json!(null), options.payload(0))
+        .await?;
+    Ok(())
+}
+
 async fn publish_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
+    warm_up(store, options, topic).await?;
     let started = Instant::now();
     publish_all(store, options, topic).await?;
     Ok(per_second(options.events, started.elapsed()))
@@ -81,7 +91,14 @@ async fn end_to_end_rate(store: &EventStore, options: &BenchOptions, topic: &str
         checkpoint.clone(),
         FlushPolicy::default(),
     );
+    warm_up(store, options, topic).await?;
     let mut stream = store.subscribe_after_checkpoint(checkpoint, StartPolicy::Beginning);
+    // The warm-up event comes first, before the timed window.
+    let first = stream
+        .next()
+        .await
+        .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+    committer.ack(first.seq).await?;
     let started = Instant::now();
     let publishing = {
         let store = store.clone();

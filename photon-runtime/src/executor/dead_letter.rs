@@ -1,8 +1,9 @@
-//! Dead letters: events whose handler failed for good are stored on the dead-letter topic
+//! Dead letters: events whose handler failed for good, and stored records that cannot be
+//! opened (no key of the ring opens them), are stored on the dead-letter topic
 //! (`<topic>.dlq` by default) through the same port, listed and re-published.
 
 use chrono::{DateTime, Utc};
-use photon_core::{Appended, Event, EventStore, PhotonError, Result};
+use photon_core::{Appended, Body, Event, EventStore, PhotonError, Record, Result, Unopened};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -25,12 +26,45 @@ pub struct DeadEvent {
     pub key: Option<String>,
     /// Its seq.
     pub seq: i64,
-    /// Its actor.
+    /// Its actor (`null` when it could not be opened).
     pub actor: Value,
-    /// Its payload.
+    /// Its payload (`null` when it could not be opened).
     pub payload: Value,
     /// When it was published.
     pub created_at: DateTime<Utc>,
+    /// The body as stored, when the event could not be opened: kept so that it can be
+    /// opened once the key that sealed it is in the ring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredBody>,
+}
+
+/// The stored body of an event that could not be opened, with what its seal is bound to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredBody {
+    /// The envelope id the seal is bound to.
+    pub envelope_id: String,
+    /// The body, sealed (or in clear where a key is required).
+    pub body: Body,
+}
+
+impl DeadEvent {
+    /// Actor and payload: as recorded, or opened from the stored body with `store`'s ring.
+    fn open(&self, store: &EventStore) -> Result<(Value, Value)> {
+        let Some(stored) = &self.stored else {
+            return Ok((self.actor.clone(), self.payload.clone()));
+        };
+        let event = store.open(Record {
+            event_id: self.event_id.clone(),
+            envelope_id: stored.envelope_id.clone(),
+            topic_name: self.topic.clone(),
+            topic_key: self.key.clone(),
+            seq: self.seq,
+            created_at: self.created_at,
+            body: stored.body.clone(),
+            extra: serde_json::Map::new(),
+        })?;
+        Ok((event.actor, event.payload))
+    }
 }
 
 /// One dead letter: the failed event, why, and how often it was tried.
@@ -77,6 +111,33 @@ impl DeadLetter {
                 actor: event.actor.clone(),
                 payload: event.payload.clone(),
                 created_at: event.created_at,
+                stored: None,
+            },
+        }
+    }
+
+    /// The dead letter of a record that could not be opened (no attempt was made).
+    pub(crate) fn unopened(subscription: &str, handler: &str, unopened: &Unopened) -> Self {
+        let record = &unopened.record;
+        Self {
+            dead_letter_id: String::new(),
+            subscription: subscription.to_owned(),
+            handler: handler.to_owned(),
+            error: unopened.error.to_string(),
+            attempts: 0,
+            failed_at: Utc::now(),
+            original: DeadEvent {
+                event_id: record.event_id.clone(),
+                topic: record.topic_name.clone(),
+                key: record.topic_key.clone(),
+                seq: record.seq,
+                actor: Value::Null,
+                payload: Value::Null,
+                created_at: record.created_at,
+                stored: Some(StoredBody {
+                    envelope_id: record.envelope_id.clone(),
+                    body: record.body.clone(),
+                }),
             },
         }
     }
@@ -165,16 +226,16 @@ impl Photon {
     /// Re-publishes the original event of a dead letter on its topic (same key, actor and
     /// payload; a new event id and seq). The dead letter itself stays stored.
     ///
+    /// An event that could not be opened is opened first with the current key ring (add the
+    /// key that sealed it), then published sealed with the newest key.
+    ///
     /// # Errors
-    /// As [`Photon::publish`].
+    /// [`PhotonError::Crypto`] when the event still cannot be opened; otherwise as
+    /// [`Photon::publish`].
     pub async fn replay_dead_letter(&self, letter: &DeadLetter) -> Result<Appended> {
         let original = &letter.original;
-        self.publish(
-            &original.topic,
-            original.key.as_deref(),
-            original.actor.clone(),
-            original.payload.clone(),
-        )
-        .await
+        let (actor, payload) = original.open(self.store())?;
+        self.publish(&original.topic, original.key.as_deref(), actor, payload)
+            .await
     }
 }

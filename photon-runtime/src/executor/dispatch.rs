@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use photon_core::{CheckpointCommitter, CheckpointKey, Event, EventStore, Result};
+use photon_core::{CheckpointCommitter, CheckpointKey, Event, EventStore, Result, Unopened};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -18,10 +18,26 @@ use super::retry::{run_with_retries, Outcome};
 use super::shutdown::{drain_workers, log_join_error, StopSignal};
 use super::stats::SubscriptionStats;
 
-/// An event waiting for its key's worker.
+/// A read record waiting for its key's worker.
 struct Queued {
-    event: Event,
+    item: Item,
     lane: u32,
+}
+
+/// What was read: an event for the handler, or a record that cannot be opened, which goes
+/// straight to the dead-letter topic (retrying cannot open it) in its key's order.
+enum Item {
+    Event(Event),
+    Unopened(Box<Unopened>),
+}
+
+impl Item {
+    fn seq(&self) -> i64 {
+        match self {
+            Self::Event(event) => event.seq,
+            Self::Unopened(unopened) => unopened.record.seq,
+        }
+    }
 }
 
 /// Everything the dispatcher and the workers of one subscription share.
@@ -86,7 +102,7 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
     let mut workers = JoinSet::new();
     let mut stop = subscription.stop.clone();
     while !stop.is_stopped() {
-        let stream = subscription.store.subscribe_after_checkpoint(
+        let stream = subscription.store.records_after_checkpoint(
             subscription.checkpoint.clone(),
             subscription.config.start_policy,
         );
@@ -122,7 +138,7 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
 /// ended by itself.
 async fn read(
     subscription: &Arc<Subscription>,
-    mut stream: photon_core::EventStream,
+    mut stream: photon_core::RecordStream,
     window: &Arc<Semaphore>,
     workers: &mut JoinSet<()>,
 ) -> bool {
@@ -145,7 +161,13 @@ async fn read(
             item = stream.next() => item,
         };
         match item {
-            Some(Ok(event)) => dispatch(subscription, event, permit, workers),
+            Some(Ok(record)) => {
+                let item = match subscription.store.open_record(record) {
+                    Ok(event) => Item::Event(event),
+                    Err(unopened) => Item::Unopened(unopened),
+                };
+                dispatch(subscription, item, permit, workers);
+            }
             Some(Err(err)) => {
                 subscription.stats.record_stream_error();
                 tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "event could not be delivered to the handler");
@@ -164,23 +186,24 @@ async fn wait_idle(window: &Arc<Semaphore>, permits: usize, stop: &mut StopSigna
     }
 }
 
-/// Queues an event behind its key; starts a worker for the key when none runs.
+/// Queues an item behind its key; starts a worker for the key when none runs.
 fn dispatch(
     subscription: &Arc<Subscription>,
-    event: Event,
+    item: Item,
     window: OwnedSemaphorePermit,
     workers: &mut JoinSet<()>,
 ) {
-    let lane = subscription
-        .store
-        .port()
-        .checkpoint_lane(&event.topic_name, event.seq);
+    let (topic, key) = match &item {
+        Item::Event(event) => (&event.topic_name, &event.topic_key),
+        Item::Unopened(unopened) => (&unopened.record.topic_name, &unopened.record.topic_key),
+    };
+    let lane = subscription.store.port().checkpoint_lane(topic, item.seq());
+    let key = key.clone();
     // The read-ahead permit is held until the event is acknowledgeable (see Progress).
     subscription
         .progress
-        .received(lane, event.seq, Some(window));
-    let key = event.topic_key.clone();
-    let queued = Queued { event, lane };
+        .received(lane, item.seq(), Some(window));
+    let queued = Queued { item, lane };
     let mut queues = subscription.queues();
     if let Some(queue) = queues.get_mut(&key) {
         queue.push_back(queued);
@@ -222,15 +245,49 @@ async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
     }
 }
 
-/// Runs one event to its end (handled or dead-lettered) and acknowledges what became
-/// contiguous. Returns `false` when the event was abandoned by shutdown.
+/// Runs one item to its end (handled or dead-lettered) and acknowledges what became
+/// contiguous. Returns `false` when it was abandoned by shutdown.
 async fn handle(
     subscription: &Subscription,
     queued: &Queued,
     slot: OwnedSemaphorePermit,
     stop: &mut StopSignal,
 ) -> bool {
-    let event = &queued.event;
+    let finished = match &queued.item {
+        Item::Event(event) => handle_event(subscription, event, slot, stop).await,
+        Item::Unopened(unopened) => {
+            drop(slot);
+            let options = &subscription.registration.options;
+            tracing::warn!(
+                handler = options.handler_name(), topic = %unopened.record.topic_name,
+                seq = unopened.record.seq, error = %unopened.error,
+                "event cannot be opened; storing a dead letter"
+            );
+            let letter = DeadLetter::unopened(options.durable(), options.handler_name(), unopened);
+            dead_letter(subscription, &letter, stop).await
+        }
+    };
+    if finished {
+        for seq in subscription
+            .progress
+            .finished(queued.lane, queued.item.seq())
+        {
+            if let Err(err) = subscription.committer.ack(seq).await {
+                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
+            }
+        }
+    }
+    finished
+}
+
+/// Runs the handler on one event, dead-lettering it when the handler gives up. Returns
+/// `false` when the event was abandoned by shutdown.
+async fn handle_event(
+    subscription: &Subscription,
+    event: &Event,
+    slot: OwnedSemaphorePermit,
+    stop: &mut StopSignal,
+) -> bool {
     let registration = &subscription.registration;
     let outcome = run_with_retries(
         &registration.handler,
@@ -242,7 +299,7 @@ async fn handle(
         &subscription.stats,
     )
     .await;
-    let finished = match outcome {
+    match outcome {
         Outcome::Handled => {
             subscription.stats.record_handled();
             true
@@ -260,27 +317,28 @@ async fn handle(
                 &error,
                 attempts,
             );
-            let stored = store_dead_letter(
-                &subscription.store,
-                &subscription.dead_letter_topic,
-                &letter,
-                &subscription.config.retry,
-                stop,
-            )
-            .await;
-            if stored {
-                subscription.stats.record_dead_letter();
-            }
-            stored
+            dead_letter(subscription, &letter, stop).await
         }
         Outcome::Abandoned => false,
-    };
-    if finished {
-        for seq in subscription.progress.finished(queued.lane, event.seq) {
-            if let Err(err) = subscription.committer.ack(seq).await {
-                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
-            }
-        }
     }
-    finished
+}
+
+/// Stores a dead letter; returns whether it was stored (not abandoned by shutdown).
+async fn dead_letter(
+    subscription: &Subscription,
+    letter: &DeadLetter,
+    stop: &mut StopSignal,
+) -> bool {
+    let stored = store_dead_letter(
+        &subscription.store,
+        &subscription.dead_letter_topic,
+        letter,
+        &subscription.config.retry,
+        stop,
+    )
+    .await;
+    if stored {
+        subscription.stats.record_dead_letter();
+    }
+    stored
 }

@@ -64,7 +64,7 @@ pub use config::{
     INITIAL_BACKOFF_MS_ENV, MAX_ATTEMPTS_ENV, MAX_BACKOFF_MS_ENV, MAX_IN_FLIGHT_ENV,
     PARALLELISM_ENV, SHUTDOWN_TIMEOUT_MS_ENV,
 };
-pub use dead_letter::{DeadEvent, DeadLetter};
+pub use dead_letter::{DeadEvent, DeadLetter, StoredBody};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
 };
