@@ -33,7 +33,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// [`FluvioStoragePortBuilder`](crate::FluvioStoragePortBuilder).
 ///
 /// Capabilities: `get_event`, consumer groups (Photon's in-process dispatcher over the
-/// topic stream: group positions live in this process), durable, replay within retention
+/// topic stream, its position stored as a checkpoint), durable, replay within retention
 /// (or tail only), bodies up to 1 MiB. No listing, truncation or `head_seq`.
 #[derive(Clone)]
 pub struct FluvioStoragePort {
@@ -241,9 +241,11 @@ impl StoragePort for FluvioStoragePort {
             group: consumer_group_for(&request.group, &request.topic),
             ..request
         };
-        self.inner.groups.join(request, move |subscription| {
-            port.open_subscription(subscription)
-        })
+        self.inner
+            .groups
+            .join(request, Arc::new(self.clone()), move |subscription| {
+                port.open_subscription(subscription)
+            })
     }
 
     async fn flush(&self) -> Result<()> {

@@ -197,8 +197,10 @@ impl StoragePort for SqliteStoragePort {
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
         let port = self.clone();
-        self.inner.groups.join(request, move |subscription| {
-            port.open_subscription(subscription)
-        })
+        self.inner
+            .groups
+            .join(request, Arc::new(self.clone()), move |subscription| {
+                port.open_subscription(subscription)
+            })
     }
 }

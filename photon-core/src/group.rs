@@ -7,23 +7,31 @@
 //!
 //! A key sticks to the member that has its events in flight, so a key's events are handled
 //! in order by one member at a time. When a member leaves, its unacknowledged events are
-//! handed, in seq order, to the members that remain. The group's position lives in memory:
-//! a dispatcher lives as long as its `GroupDispatchers`, and a group started in a new
-//! process begins at its request's `start`.
+//! handed, in seq order, to the members that remain.
+//!
+//! The group's position is a checkpoint of the port ([`group_checkpoint`]): it moves over
+//! the contiguous run of acknowledged events (per checkpoint lane), is committed coalesced
+//! by a [`CheckpointCommitter`] and flushed whenever a member leaves. A group started in a
+//! new process resumes after it; the request's `start` applies only to a group without a
+//! stored position. As with durable subscriptions, a crash can hand out again the events
+//! acknowledged within the last flush window.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use crate::checkpoint::{CheckpointCommitter, FlushPolicy};
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
 use crate::port::{
-    Acknowledge, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt, SubscribeRequest,
+    Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
+    StoragePort, SubscribeRequest,
 };
+use crate::progress::Progress;
 
 /// Events in flight per member before the dispatcher stops reading the topic.
 const IN_FLIGHT_PER_MEMBER: usize = 1024;
@@ -36,6 +44,12 @@ enum Control {
     Ack(i64),
 }
 
+/// The checkpoint that holds the position of `group` on `topic`: subscription
+/// `group:{group}`, whole topic.
+pub fn group_checkpoint(group: &str, topic: &str) -> CheckpointKey {
+    CheckpointKey::new(format!("group:{group}"), topic, None)
+}
+
 /// The group dispatchers of one port, by `(group, topic)`.
 #[derive(Debug, Default)]
 pub struct GroupDispatchers {
@@ -44,25 +58,28 @@ pub struct GroupDispatchers {
 
 impl GroupDispatchers {
     /// Joins a member to its group, starting the group's dispatcher (on the current tokio
-    /// runtime) with `open`'s stream of the whole topic when the group has none yet.
+    /// runtime) when the group has none yet: it loads the group's position from `port`
+    /// ([`group_checkpoint`]) and reads `open`'s stream of the whole topic after it.
     ///
     /// The returned stream ends only when the dispatcher stops; dropping it leaves the
     /// group and hands the member's unacknowledged events to the others.
     ///
     /// # Errors
     /// The stream's only item is [`PhotonError::Closed`] when the dispatcher is gone or no
-    /// tokio runtime is running.
+    /// tokio runtime is running; the port's error when the position cannot be loaded.
     pub fn join(
         &self,
         request: GroupRequest,
-        open: impl FnOnce(SubscribeRequest) -> RecordStream,
+        port: Arc<dyn StoragePort>,
+        open: impl FnOnce(SubscribeRequest) -> RecordStream + Send + 'static,
     ) -> DeliveryStream {
         let closed = || -> DeliveryStream {
             Box::pin(futures::stream::once(std::future::ready(Err(
                 PhotonError::Closed(format!("group {}", request.group)),
             ))))
         };
-        let Some(control) = self.dispatcher(&request.group, &request.topic, request.start, open)
+        let Some(control) =
+            self.dispatcher(&request.group, &request.topic, request.start, port, open)
         else {
             return closed();
         };
@@ -91,7 +108,8 @@ impl GroupDispatchers {
         group: &str,
         topic: &str,
         start: StartAt,
-        open: impl FnOnce(SubscribeRequest) -> RecordStream,
+        port: Arc<dyn StoragePort>,
+        open: impl FnOnce(SubscribeRequest) -> RecordStream + Send + 'static,
     ) -> Option<mpsc::UnboundedSender<Control>> {
         // Only map lookups and inserts happen under this lock: a panic cannot leave it torn.
         let mut dispatchers = self
@@ -104,13 +122,9 @@ impl GroupDispatchers {
         }
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let (control, inbox) = mpsc::unbounded_channel();
-        let records = open(SubscribeRequest {
-            topic: topic.to_owned(),
-            key: None,
-            start,
-            durable: None,
-        });
-        runtime.spawn(Dispatcher::new(control.clone(), inbox).run(records));
+        let checkpoint = group_checkpoint(group, topic);
+        let dispatcher = Dispatcher::new(control.clone(), inbox, port, checkpoint);
+        runtime.spawn(dispatcher.start(start, open));
         dispatchers.insert(id, control.clone());
         Some(control)
     }
@@ -149,6 +163,15 @@ struct InFlight {
 
 struct Dispatcher {
     control: mpsc::UnboundedSender<Control>,
+    port: Arc<dyn StoragePort>,
+    checkpoint: CheckpointKey,
+    committer: Arc<CheckpointCommitter>,
+    /// Records read from the topic and not yet part of the committed run.
+    progress: Progress,
+    /// Seqs that became committable, committed by the run loop.
+    committable: Vec<i64>,
+    /// Whether a member left since the last flush.
+    flush_due: bool,
     inbox: mpsc::UnboundedReceiver<Control>,
     /// Joins and leaves set aside while acknowledgements were drained ahead of them.
     deferred: VecDeque<Control>,
@@ -163,9 +186,21 @@ impl Dispatcher {
     fn new(
         control: mpsc::UnboundedSender<Control>,
         inbox: mpsc::UnboundedReceiver<Control>,
+        port: Arc<dyn StoragePort>,
+        checkpoint: CheckpointKey,
     ) -> Self {
         Self {
             control,
+            committer: CheckpointCommitter::new(
+                port.clone(),
+                checkpoint.clone(),
+                FlushPolicy::default(),
+            ),
+            port,
+            checkpoint,
+            progress: Progress::default(),
+            committable: Vec::new(),
+            flush_due: false,
             inbox,
             deferred: VecDeque::new(),
             members: BTreeMap::new(),
@@ -176,8 +211,48 @@ impl Dispatcher {
         }
     }
 
+    /// Loads the group's position, then runs on the topic's stream after it.
+    async fn start(
+        self,
+        start: StartAt,
+        open: impl FnOnce(SubscribeRequest) -> RecordStream + Send + 'static,
+    ) {
+        let start = match self.port.load_checkpoint(&self.checkpoint).await {
+            Ok(Some(seq)) => StartAt::AfterSeq(seq),
+            Ok(None) => start,
+            Err(err) => {
+                tracing::warn!(checkpoint = ?self.checkpoint, %err, "cannot load a group position");
+                self.fail(err);
+                return;
+            }
+        };
+        let records = open(SubscribeRequest {
+            topic: self.checkpoint.topic.clone(),
+            key: None,
+            start,
+            durable: Some(self.checkpoint.clone()),
+        });
+        self.run(records).await;
+    }
+
+    /// Ends the group: members that joined get `err`; a later join starts a new dispatcher.
+    fn fail(mut self, err: PhotonError) {
+        self.inbox.close();
+        let message = err.to_string();
+        let mut err = Some(err);
+        while let Ok(control) = self.inbox.try_recv() {
+            if let Control::Join(_, sender) = control {
+                let item = err
+                    .take()
+                    .unwrap_or_else(|| PhotonError::Closed(message.clone()));
+                let _ = sender.send(Err(item));
+            }
+        }
+    }
+
     async fn run(mut self, mut records: RecordStream) {
         loop {
+            self.commit().await;
             if let Some(control) = self.deferred.pop_front() {
                 self.apply(control);
                 continue;
@@ -191,7 +266,11 @@ impl Dispatcher {
                     None => return,
                 },
                 Some(item) = records.next(), if reading => match item {
-                    Ok(record) => self.dispatch(record),
+                    Ok(record) => {
+                        let lane = self.port.checkpoint_lane(&record.topic_name, record.seq);
+                        self.progress.received(lane, record.seq, None);
+                        self.dispatch(record);
+                    }
                     Err(err) => tracing::warn!(%err, "group dispatcher skipped an unreadable record"),
                 },
             }
@@ -209,10 +288,28 @@ impl Dispatcher {
         }
     }
 
+    /// Commits the run that became contiguous; flushes after a member left.
+    async fn commit(&mut self) {
+        for seq in std::mem::take(&mut self.committable) {
+            if let Err(err) = self.committer.ack(seq).await {
+                tracing::warn!(checkpoint = ?self.checkpoint, %err, "group position commit failed; will retry");
+            }
+        }
+        if std::mem::take(&mut self.flush_due) {
+            if let Err(err) = self.committer.flush().await {
+                tracing::warn!(checkpoint = ?self.checkpoint, %err, "group position flush failed");
+            }
+        }
+    }
+
     fn acknowledge(&mut self, seq: i64) {
         let Some(done) = self.in_flight.remove(&seq) else {
             return;
         };
+        let lane = self.port.checkpoint_lane(&done.record.topic_name, seq);
+        if let Some(last) = self.progress.finished(lane, seq).last() {
+            self.committable.push(*last);
+        }
         if let Some(key) = done.record.topic_key {
             if let Some((_, count)) = self.key_owner.get_mut(&key) {
                 *count -= 1;
@@ -235,6 +332,7 @@ impl Dispatcher {
 
     fn leave(&mut self, member: &str) {
         self.members.remove(member);
+        self.flush_due = true;
         let orphaned: Vec<i64> = self
             .in_flight
             .iter()

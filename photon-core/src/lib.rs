@@ -17,6 +17,7 @@ pub mod event;
 pub mod group;
 pub mod mem;
 pub mod port;
+pub mod progress;
 pub mod shard;
 pub mod store;
 pub mod topic;
@@ -32,6 +33,7 @@ pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, SubscribeRequest,
 };
+pub use progress::Progress;
 pub use store::{EventStore, EventStream, StartPolicy, Unopened};
 pub use topic::{
     validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry, MAX_TOPIC_KEY_LEN,

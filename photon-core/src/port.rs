@@ -242,6 +242,8 @@ pub trait StoragePort: Send + Sync + 'static {
     /// - Each event goes to exactly one live member; a key's events go to one member at a
     ///   time, in order.
     /// - When a member leaves, its unacknowledged events and its keys go to the others.
+    /// - The group's position is durable: a group joined again on a newly opened port
+    ///   resumes after its acknowledged events; `start` applies only to a new group.
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
         let _ = request;
         Box::pin(futures::stream::once(std::future::ready(Err(

@@ -13,10 +13,10 @@ use tokio::task::JoinSet;
 use super::config::ExecutorConfig;
 use super::dead_letter::{store_dead_letter, DeadLetter};
 use super::handler::Registration;
-use super::progress::Progress;
 use super::retry::{run_with_retries, Outcome};
 use super::shutdown::{drain_workers, log_join_error, StopSignal};
 use super::stats::SubscriptionStats;
+use photon_core::Progress;
 
 /// A read record waiting for its key's worker.
 struct Queued {

@@ -46,7 +46,6 @@ mod config;
 mod dead_letter;
 mod dispatch;
 mod handler;
-mod progress;
 mod retry;
 mod shutdown;
 mod stats;
@@ -70,7 +69,7 @@ pub use handler::{
 };
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
-use progress::Progress;
+use photon_core::Progress;
 use shutdown::StopSwitch;
 use stats::SubscriptionStats;
 

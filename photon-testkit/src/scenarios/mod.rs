@@ -58,6 +58,7 @@ catalogue!(
     lifecycle::publisher_drop,
     groups::groups_share_work,
     groups::group_member_leaves,
+    groups::group_resumes_after_restart,
 );
 
 /// Runs one scenario by name in a fresh namespace.

@@ -1,10 +1,10 @@
 //! Contiguous checkpoint advance: a checkpoint only moves over a run of finished events,
 //! so an event that is still running or retrying is never skipped because a later one
-//! finished first.
+//! finished first. Used by the executor and by consumer groups.
 //!
-//! Each received event keeps its read-ahead permit until it is acknowledgeable, so that the
-//! events read and not yet acknowledged never exceed `max_in_flight`, however far one slow
-//! key holds the checkpoint back.
+//! A received event can hold a read-ahead permit until it is acknowledgeable, so that the
+//! events read and not yet acknowledged stay bounded, however far one slow key holds the
+//! checkpoint back.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
@@ -13,7 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 /// Events received by one subscription, per checkpoint lane, in the order received.
 #[derive(Debug, Default)]
-pub(crate) struct Progress {
+pub struct Progress {
     lanes: Mutex<BTreeMap<u32, VecDeque<Slot>>>,
 }
 
@@ -27,7 +27,7 @@ struct Slot {
 impl Progress {
     /// Records that `seq` was read from the stream (in stream order); `permit` is released
     /// when the event becomes acknowledgeable.
-    pub(crate) fn received(&self, lane: u32, seq: i64, permit: Option<OwnedSemaphorePermit>) {
+    pub fn received(&self, lane: u32, seq: i64, permit: Option<OwnedSemaphorePermit>) {
         self.lock().entry(lane).or_default().push_back(Slot {
             seq,
             finished: false,
@@ -37,7 +37,7 @@ impl Progress {
 
     /// Marks `seq` finished and returns the seqs that became acknowledgeable, in order: the
     /// finished run at the front of its lane.
-    pub(crate) fn finished(&self, lane: u32, seq: i64) -> Vec<i64> {
+    pub fn finished(&self, lane: u32, seq: i64) -> Vec<i64> {
         let mut lanes = self.lock();
         let Some(slots) = lanes.get_mut(&lane) else {
             return Vec::new();
@@ -59,7 +59,7 @@ impl Progress {
 
     /// Events received and not yet acknowledgeable (running, queued, or finished behind an
     /// unfinished one).
-    pub(crate) fn outstanding(&self) -> usize {
+    pub fn outstanding(&self) -> usize {
         self.lock().values().map(VecDeque::len).sum()
     }
 
