@@ -29,6 +29,21 @@ fn join(
     })
 }
 
+/// Publishes events `{"i": 0..count}` round-robin over keys `k0..k{keys-1}`.
+async fn publish_keyed(store: &photon_core::EventStore, topic: &str, count: i64, keys: i64) {
+    for i in 0..count {
+        store
+            .publish(
+                topic,
+                Some(&format!("k{}", i % keys)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
+    }
+}
+
 /// Handles deliveries until `stop_after` (if any) have been handled, acknowledging each.
 fn run_member(
     member: usize,
@@ -104,17 +119,7 @@ pub async fn groups_share_work(ctx: Context) {
         None,
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    for i in 0..400 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 20)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    publish_keyed(&store, &topic, 400, 20).await;
     wait_for(&blue, 400).await;
     wait_for(&red, 400).await;
     for log in [&blue, &red] {
@@ -155,17 +160,7 @@ pub async fn group_member_leaves(ctx: Context) {
     let leaver = run_member(0, join(&ctx, &port, "g", 0, &topic), log.clone(), Some(20));
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    for i in 0..300 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 10)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    publish_keyed(&store, &topic, 300, 10).await;
     wait_for(&log, 300).await;
     leaver.await.unwrap();
     let log = log.lock().unwrap();
@@ -187,17 +182,7 @@ pub async fn group_resumes_after_restart(ctx: Context) {
         return;
     }
     let topic = ctx.topic("group-resume");
-    for i in 0..100 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 10)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    publish_keyed(&store, &topic, 100, 10).await;
     let first: Log = Default::default();
     run_member(
         0,
