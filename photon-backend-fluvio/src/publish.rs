@@ -9,12 +9,19 @@
 //! - A producer that failed keeps the error on its partition until `clear_errors()`; the
 //!   port clears it after reporting the failure, so the next append (the caller's retry)
 //!   can go through.
+//! - An ack that does not come within [`ACK_TIMEOUT`] fails the append: a produce request
+//!   sent to an SPU that went away is otherwise only given up by the client after 60 s.
+//!   The port then drops the producer and reconnects, so the caller's retry goes to the
+//!   SPU as it is now.
 //! - A failed or cancelled append may still have been stored (Fluvio has no idempotent
 //!   producer): a retry can then store the event twice, with two seqs.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use fluvio::{Fluvio, RecordKey, TopicProducerConfigBuilder, TopicProducerPool};
+use fluvio::{
+    Fluvio, ProduceOutput, RecordKey, RecordMetadata, TopicProducerConfigBuilder, TopicProducerPool,
+};
 use photon_core::{Appended, PhotonError, RecordDraft, Result};
 
 use crate::codec::{encode_value, event_id};
@@ -26,6 +33,22 @@ use crate::topic::{fluvio_topic_name, retry_not_found, unavailable};
 /// Largest produce request: the SPU takes batches up to 2 MiB, which holds a 1 MiB Photon
 /// body once sealed (base64 grows it by a third) and wrapped in its record.
 pub(crate) const MAX_REQUEST_BYTES: usize = 2_000_000;
+
+/// Longest wait for the broker's ack of one append.
+pub(crate) const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits for the ack of a sent record, within [`ACK_TIMEOUT`].
+async fn acked(output: ProduceOutput, name: &str) -> Result<RecordMetadata> {
+    match tokio::time::timeout(ACK_TIMEOUT, output.wait()).await {
+        Ok(Ok(metadata)) => Ok(metadata),
+        Ok(Err(err)) => Err(unavailable(format!("no ack from {name}"), err)),
+        Err(_) => Err(PhotonError::Unavailable {
+            backend: "fluvio",
+            message: format!("no ack from {name} within {ACK_TIMEOUT:?}"),
+            source: None,
+        }),
+    }
+}
 
 /// Opens a producer on an existing topic (retrying while it is being provisioned).
 ///
@@ -81,14 +104,11 @@ impl FluvioStoragePort {
         if !inner.config.sync_ack {
             let port = self.clone();
             tokio::spawn(async move {
-                if let Err(err) = output.wait().await {
+                if let Err(err) = acked(output, &name).await {
                     producer.clear_errors().await;
                     port.inner.topics.forget(&name);
                     port.inner.reconnect(&client).await;
-                    port.remember_failed_send(unavailable(
-                        format!("queued send to {name} failed"),
-                        err,
-                    ));
+                    port.remember_failed_send(err);
                 }
                 drop(permit);
             });
@@ -97,7 +117,7 @@ impl FluvioStoragePort {
                 seq: 0,
             });
         }
-        let acked = output.wait().await;
+        let acked = acked(output, &name).await;
         drop(permit);
         match acked {
             Ok(metadata) => {
@@ -111,7 +131,7 @@ impl FluvioStoragePort {
                 producer.clear_errors().await;
                 inner.topics.forget(&name);
                 inner.reconnect(&client).await;
-                Err(unavailable(format!("no ack from {name}"), err))
+                Err(err)
             }
         }
     }

@@ -57,10 +57,6 @@ fn restart_spu(state: &Path) {
     std::fs::write(state.join("spu.pid"), pid).unwrap();
 }
 
-// Ignored in the default run: the port's producer does not always recover from an SPU
-// restart within the test's 60 s (seen failing in a clean CI run); run it with
-// `cargo test -p photon-backend-fluvio --test restart -- --ignored`.
-#[ignore = "SPU restart recovery is not yet reliable; see the comment above"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spu_restart_loses_no_acknowledged_event() {
     let Some(factory) = FluvioFactory::from_env(1).await else {
