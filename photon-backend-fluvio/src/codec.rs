@@ -1,14 +1,14 @@
 //! What a Fluvio record holds, and event ids.
 //!
 //! - Record key: the Photon topic key (none for unkeyed events).
-//! - Record value: the JSON of the record's fields except `event_id` and `seq`, which come
-//!   from the record's position. The exact Photon topic is in the value and is checked on
-//!   read, so a record can never be delivered under another topic.
+//! - Record value: the record in Photon's wire form ([`photon_core::wire`]) without
+//!   `event_id` and `seq`, which come from the record's position. The exact Photon topic is
+//!   in the value and is checked on read, so a record can never be delivered under another
+//!   topic.
 //! - Event id: `f1:<fluvio topic>:<partition>:<offset>`: where the record lives, so that
 //!   `get_record` fetches it directly.
 
 use photon_core::{PhotonError, Record, RecordDraft, Result};
-use serde::Deserialize;
 
 use crate::topic::is_fluvio_name;
 
@@ -47,13 +47,7 @@ pub(crate) fn decode_value(
 
 /// The Photon topic named in a record value, without decoding the body.
 pub(crate) fn topic_of_value(value: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct TopicOnly {
-        topic_name: String,
-    }
-    serde_json::from_slice::<TopicOnly>(value)
-        .ok()
-        .map(|t| t.topic_name)
+    photon_core::wire::topic_of(value)
 }
 
 /// The event id of the record at `offset` of a Fluvio topic partition.
@@ -79,7 +73,6 @@ mod tests {
     use chrono::Utc;
     use photon_core::Body;
     use serde_json::json;
-    use serde_json::Value;
 
     fn draft(topic: &str) -> RecordDraft {
         RecordDraft {
@@ -112,15 +105,6 @@ mod tests {
             decode_value(b"not json", "a.b", "id".into(), 5),
             Err(PhotonError::Codec { .. })
         ));
-    }
-
-    #[test]
-    fn unknown_fields_survive() {
-        let mut value: Value = serde_json::from_slice(&encode_value(&draft("t")).unwrap()).unwrap();
-        value["trace_id"] = json!("abc");
-        let bytes = serde_json::to_vec(&value).unwrap();
-        let record = decode_value(&bytes, "t", "id".into(), 1).unwrap();
-        assert_eq!(record.extra.get("trace_id"), Some(&json!("abc")));
     }
 
     #[test]

@@ -172,8 +172,14 @@ impl Topics {
         let cell = {
             // Only map lookups happen under this lock.
             let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-            ready.entry(name.to_owned()).or_default().clone()
+            match ready.get(name) {
+                Some(cell) => cell.clone(),
+                None => ready.entry(name.to_owned()).or_default().clone(),
+            }
         };
+        if let Some(producer) = cell.get() {
+            return Ok(producer.clone());
+        }
         let producer = cell
             .get_or_try_init(|| async {
                 ensure_topic(fluvio, config, name).await?;

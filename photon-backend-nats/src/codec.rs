@@ -1,8 +1,7 @@
-//! What a NATS message holds (the JSON of a record's fields), and the encoding of event ids
-//! and seqs.
+//! What a NATS message holds, and the encoding of event ids and seqs.
 //!
-//! - The payload is the JSON of the record without `event_id` and `seq`: topic, key,
-//!   envelope id, creation time, body and unknown fields, which survive a round trip.
+//! - The payload is the record in Photon's wire form ([`photon_core::wire`]) without
+//!   `event_id` and `seq`: envelope id, creation time, topic, key and body.
 //! - `seq = stream_seq × shards + shard`: with one shard it is the stream sequence; with
 //!   more it still strictly increases per key (a key lives in one shard) and says which
 //!   shard it came from.

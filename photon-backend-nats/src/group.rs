@@ -10,6 +10,8 @@
 //! (`PHOTON_NATS_STREAM_SHARDS`); throughput per shard is one acknowledgement round trip
 //! per event.
 //!
+//! - `ack` returns once the server confirmed it (a double ack): an acknowledged event is
+//!   never handed out again, also to a member joining right after.
 //! - A delivery dropped without `ack` (its member left or failed) is given back at once
 //!   (`NAK`) and goes to another member, first in line.
 //! - A delivery held longer than the ack wait is kept alive with progress signals, so a slow
@@ -223,8 +225,9 @@ impl GroupAck {
 impl Acknowledge for GroupAck {
     async fn ack(&self) -> Result<()> {
         self.keep_alive.abort();
+        // Confirmed by the server: once `ack` returns, the event is never handed out again.
         self.acker
-            .ack()
+            .double_ack()
             .await
             .map_err(|err| unavailable("cannot acknowledge a group delivery", err))?;
         self.done.store(true, Ordering::Release);

@@ -25,6 +25,9 @@ struct Args {
     /// Payload bytes.
     #[arg(long, default_value_t = BenchOptions::default().payload_bytes)]
     payload_bytes: usize,
+    /// Publish rounds on broker adapters (sides alternate first; medians are reported).
+    #[arg(long, default_value_t = BenchOptions::default().rounds)]
+    rounds: usize,
     /// Where the JSON report goes.
     #[arg(long, default_value = "photon-bench/report/report.json")]
     out: PathBuf,
@@ -43,6 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         publishers: args.publishers.max(1),
         latency_samples: args.latency_samples,
         payload_bytes: args.payload_bytes,
+        rounds: args.rounds.max(1),
     };
     let adapters: Vec<String> = if args.adapters.is_empty() {
         ADAPTERS.iter().map(|a| (*a).to_owned()).collect()

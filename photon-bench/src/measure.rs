@@ -13,6 +13,9 @@ pub struct BenchOptions {
     pub latency_samples: usize,
     /// Payload size in bytes (a JSON string of this length).
     pub payload_bytes: usize,
+    /// Publish rounds on broker adapters, Photon and the raw client taking turns first;
+    /// each side's figure is its median round.
+    pub rounds: usize,
 }
 
 impl Default for BenchOptions {
@@ -22,6 +25,7 @@ impl Default for BenchOptions {
             publishers: 64,
             latency_samples: 2_000,
             payload_bytes: 128,
+            rounds: 3,
         }
     }
 }
@@ -36,6 +40,12 @@ impl BenchOptions {
     pub fn share(&self, publisher: usize) -> usize {
         self.events / self.publishers + usize::from(publisher < self.events % self.publishers)
     }
+}
+
+/// The median of `values` (the upper one of an even count); 0 for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Events per second.

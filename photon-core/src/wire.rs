@@ -1,24 +1,36 @@
 //! The wire form of a record for ports that store bytes (brokers): everything but the id and
-//! seq, which the broker assigns. Unknown fields survive a round trip.
+//! seq, which the broker assigns.
+//!
+//! Photon writes a compact binary header and then the JSON of the body, so that a stored
+//! record costs little more than its payload (brokers spend per byte):
+//!
+//! | field | encoding |
+//! |---|---|
+//! | magic | one byte `0xB1` (a JSON record starts with `{`) |
+//! | envelope id | u16 length, UTF-8 |
+//! | created at | i64, nanoseconds since the Unix epoch |
+//! | topic | u16 length, UTF-8 |
+//! | key | u16 length, UTF-8; length `0xFFFF` for no key |
+//! | body | one byte form: 0 plain, then u32 length and the actor JSON, then the payload JSON to the end; 1 sealed, then the sealed body's JSON to the end |
+//!
+//! Integers are big-endian. Records in the JSON form (an object with `envelope_id`,
+//! `topic_name`, `topic_key`, `created_at`, `body`) decode too, unknown fields kept.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{PhotonError, Result};
-use crate::event::{Body, Record, RecordDraft};
+use crate::event::{Body, Record, RecordDraft, SealedBody};
 
-#[derive(Serialize)]
-struct WireRef<'a> {
-    envelope_id: &'a str,
-    topic_name: &'a str,
-    topic_key: Option<&'a str>,
-    created_at: DateTime<Utc>,
-    body: &'a Body,
-}
+const MAGIC: u8 = 0xB1;
+const NO_KEY: u16 = u16::MAX;
+const PLAIN: u8 = 0;
+const SEALED: u8 = 1;
 
 #[derive(Deserialize)]
-struct WireRecord {
+struct JsonRecord {
     envelope_id: String,
     topic_name: String,
     topic_key: Option<String>,
@@ -28,19 +40,142 @@ struct WireRecord {
     extra: Map<String, Value>,
 }
 
+fn codec_error(context: &str, message: &str) -> PhotonError {
+    PhotonError::codec(context, serde_json::Error::custom(message))
+}
+
+fn put_text(out: &mut Vec<u8>, text: &str, what: &str) -> Result<()> {
+    let len = u16::try_from(text.len())
+        .ok()
+        .filter(|len| *len != NO_KEY)
+        .ok_or_else(|| codec_error("a record", &format!("{what} longer than 65534 bytes")))?;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(text.as_bytes());
+    Ok(())
+}
+
+fn put_json(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer(out, value).map_err(|err| PhotonError::codec("a record", err))
+}
+
 /// The bytes a broker stores for a draft.
 ///
 /// # Errors
-/// [`PhotonError::Codec`] (not expected: a draft holds only JSON values and strings).
+/// [`PhotonError::Codec`] for a name longer than the header holds or a time outside
+/// 1677–2262 (neither passes Photon's validation).
 pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
-    let wire = WireRef {
-        envelope_id: &draft.envelope_id,
-        topic_name: &draft.topic_name,
-        topic_key: draft.topic_key.as_deref(),
-        created_at: draft.created_at,
-        body: &draft.body,
+    let mut out = Vec::with_capacity(64 + draft.topic_name.len());
+    out.push(MAGIC);
+    put_text(&mut out, &draft.envelope_id, "envelope id")?;
+    let nanos = draft
+        .created_at
+        .timestamp_nanos_opt()
+        .ok_or_else(|| codec_error("a record", "created_at outside 1677-2262"))?;
+    out.extend_from_slice(&nanos.to_be_bytes());
+    put_text(&mut out, &draft.topic_name, "topic")?;
+    match &draft.topic_key {
+        Some(key) => put_text(&mut out, key, "key")?,
+        None => out.extend_from_slice(&NO_KEY.to_be_bytes()),
+    }
+    match &draft.body {
+        Body::Plain { actor, payload } => {
+            out.push(PLAIN);
+            let at = out.len();
+            out.extend_from_slice(&[0; 4]);
+            put_json(&mut out, actor)?;
+            let actor_len = u32::try_from(out.len() - at - 4)
+                .map_err(|_| codec_error("a record", "actor larger than 4 GiB"))?;
+            out[at..at + 4].copy_from_slice(&actor_len.to_be_bytes());
+            put_json(&mut out, payload)?;
+        }
+        Body::Sealed(sealed) => {
+            out.push(SEALED);
+            put_json(&mut out, sealed)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the binary form front to back.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.bytes.len() < n {
+            return None;
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Some(head)
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn text(&mut self, len: u16) -> Option<String> {
+        let bytes = self.take(usize::from(len))?;
+        std::str::from_utf8(bytes).ok().map(str::to_owned)
+    }
+}
+
+/// The header fields of a binary record, and the rest (the body).
+struct Header<'a> {
+    envelope_id: String,
+    created_at: DateTime<Utc>,
+    topic_name: String,
+    topic_key: Option<String>,
+    body: Reader<'a>,
+}
+
+fn read_header(bytes: &[u8]) -> Option<Header<'_>> {
+    let mut reader = Reader { bytes };
+    if reader.take(1)? != [MAGIC] {
+        return None;
+    }
+    let len = reader.u16()?;
+    let envelope_id = reader.text(len)?;
+    let nanos = i64::from_be_bytes(reader.take(8)?.try_into().ok()?);
+    let created_at = DateTime::from_timestamp_nanos(nanos);
+    let len = reader.u16()?;
+    let topic_name = reader.text(len)?;
+    let topic_key = match reader.u16()? {
+        NO_KEY => None,
+        len => Some(reader.text(len)?),
     };
-    serde_json::to_vec(&wire).map_err(|err| PhotonError::codec("a record", err))
+    Some(Header {
+        envelope_id,
+        created_at,
+        topic_name,
+        topic_key,
+        body: reader,
+    })
+}
+
+fn read_body(mut body: Reader<'_>, context: &str) -> Result<Body> {
+    let truncated = || codec_error(context, "truncated record body");
+    let json = |bytes: &[u8]| -> Result<Value> {
+        serde_json::from_slice(bytes).map_err(|err| PhotonError::codec(context, err))
+    };
+    match body.take(1).ok_or_else(truncated)? {
+        [PLAIN] => {
+            let len = body.take(4).ok_or_else(truncated)?;
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+            let actor = body
+                .take(usize::try_from(len).map_err(|_| truncated())?)
+                .ok_or_else(truncated)?;
+            Ok(Body::Plain {
+                actor: json(actor)?,
+                payload: json(body.bytes)?,
+            })
+        }
+        [SEALED] => serde_json::from_slice::<SealedBody>(body.bytes)
+            .map(Body::Sealed)
+            .map_err(|err| PhotonError::codec(context, err)),
+        _ => Err(codec_error(context, "unknown body form")),
+    }
 }
 
 /// Decodes stored bytes into the record with the id and seq its broker gave it.
@@ -52,18 +187,49 @@ pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
 /// # Errors
 /// [`PhotonError::Codec`] naming `backend` and the event when the bytes are not a record.
 pub fn decode_record(backend: &str, bytes: &[u8], event_id: String, seq: i64) -> Result<Record> {
-    let wire: WireRecord = serde_json::from_slice(bytes)
-        .map_err(|err| PhotonError::codec(format!("{backend} record {event_id}"), err))?;
+    let context = || format!("{backend} record {event_id}");
+    if bytes.first() == Some(&MAGIC) {
+        let header =
+            read_header(bytes).ok_or_else(|| codec_error(&context(), "truncated record header"))?;
+        let body = read_body(header.body, &context())?;
+        return Ok(Record {
+            event_id,
+            envelope_id: header.envelope_id,
+            topic_name: header.topic_name,
+            topic_key: header.topic_key,
+            seq,
+            created_at: header.created_at,
+            body,
+            extra: Map::new(),
+        });
+    }
+    let json: JsonRecord =
+        serde_json::from_slice(bytes).map_err(|err| PhotonError::codec(context(), err))?;
     Ok(Record {
         event_id,
-        envelope_id: wire.envelope_id,
-        topic_name: wire.topic_name,
-        topic_key: wire.topic_key,
+        envelope_id: json.envelope_id,
+        topic_name: json.topic_name,
+        topic_key: json.topic_key,
         seq,
-        created_at: wire.created_at,
-        body: wire.body,
-        extra: wire.extra,
+        created_at: json.created_at,
+        body: json.body,
+        extra: json.extra,
     })
+}
+
+/// The Photon topic a stored record names, without decoding its body; `None` when the
+/// bytes are not a record.
+pub fn topic_of(bytes: &[u8]) -> Option<String> {
+    if bytes.first() == Some(&MAGIC) {
+        return read_header(bytes).map(|header| header.topic_name);
+    }
+    #[derive(Deserialize)]
+    struct TopicOnly {
+        topic_name: String,
+    }
+    serde_json::from_slice::<TopicOnly>(bytes)
+        .ok()
+        .map(|t| t.topic_name)
 }
 
 #[cfg(test)]
@@ -85,29 +251,71 @@ mod tests {
     }
 
     #[test]
-    fn round_trip_keeps_unknown_fields() {
-        let draft = draft(json!({"x": [1, 2]}));
-        let bytes = encode_draft(&draft).unwrap();
-        let record = decode_record("test", &bytes, "s:1".into(), 1).unwrap();
-        assert_eq!(record, Record::from_draft(draft, "s:1".into(), 1));
-        let mut value: Value = serde_json::from_slice(&bytes).unwrap();
-        value["trace_id"] = json!("t");
-        let again = decode_record(
-            "test",
-            &serde_json::to_vec(&value).unwrap(),
-            "s:1".into(),
-            1,
-        )
-        .unwrap();
-        assert_eq!(again.extra.get("trace_id"), Some(&json!("t")));
+    fn plain_and_sealed_records_round_trip() {
+        let plain = draft(json!({"x": [1, 2], "s": "é\"\n"}));
+        let sealed = RecordDraft {
+            topic_key: None,
+            body: Body::Sealed(SealedBody {
+                key_id: "k1".into(),
+                nonce: "bm9uY2U".into(),
+                ciphertext: "Y2lwaGVy".into(),
+            }),
+            ..plain.clone()
+        };
+        for draft in [plain, sealed] {
+            let bytes = encode_draft(&draft).unwrap();
+            assert_eq!(bytes[0], MAGIC);
+            let record = decode_record("test", &bytes, "s:1".into(), 1).unwrap();
+            assert_eq!(record, Record::from_draft(draft.clone(), "s:1".into(), 1));
+            assert_eq!(topic_of(&bytes).as_deref(), Some("a.b"));
+        }
     }
 
     #[test]
-    fn garbage_and_too_deep_records_are_codec_errors() {
+    fn the_header_costs_a_few_bytes_beyond_the_json() {
+        let draft = draft(json!({"i": 7}));
+        let bytes = encode_draft(&draft).unwrap();
+        // magic, 3 length fields, time, form, actor length; then names and JSON.
+        let fixed = 1 + 2 + 8 + 2 + 2 + 1 + 4;
+        let names = "env".len() + "a.b".len() + "k.*>".len();
+        let json = r#"{"u":1}"#.len() + r#"{"i":7}"#.len();
+        assert_eq!(bytes.len(), fixed + names + json);
+    }
+
+    #[test]
+    fn json_records_decode_with_unknown_fields_kept() {
+        let draft = draft(json!({"x": 1}));
+        let value = json!({
+            "envelope_id": draft.envelope_id,
+            "topic_name": draft.topic_name,
+            "topic_key": draft.topic_key,
+            "created_at": draft.created_at,
+            "body": draft.body,
+            "trace_id": "t",
+        });
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let record = decode_record("test", &bytes, "s:1".into(), 1).unwrap();
+        assert_eq!(record.extra.get("trace_id"), Some(&json!("t")));
+        assert_eq!(record.body, draft.body);
+        assert_eq!(record.created_at, draft.created_at);
+        assert_eq!(topic_of(&bytes).as_deref(), Some("a.b"));
+    }
+
+    #[test]
+    fn garbage_truncated_and_too_deep_records_are_codec_errors() {
         assert!(matches!(
             decode_record("test", b"not json", "e".into(), 1),
             Err(PhotonError::Codec { .. })
         ));
+        let bytes = encode_draft(&draft(json!({"x": 1}))).unwrap();
+        for cut in [1, 5, 12, bytes.len() - 3] {
+            let error = decode_record("test", &bytes[..cut], "e".into(), 1).unwrap_err();
+            assert!(
+                matches!(error, PhotonError::Codec { .. }),
+                "cut {cut}: {error}"
+            );
+        }
+        assert_eq!(topic_of(&bytes[..5]), None);
         let limit = crate::store::MAX_JSON_DEPTH;
         let deepest = (0..limit).fold(json!(0), |inner, _| json!([inner]));
         let bytes = encode_draft(&draft(deepest.clone())).unwrap();
@@ -117,5 +325,9 @@ mod tests {
         );
         let hostile = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert!(decode_record("test", hostile.as_bytes(), "e".into(), 1).is_err());
+        let mut hostile_body = encode_draft(&draft(json!(0))).unwrap();
+        hostile_body.truncate(hostile_body.len() - 1);
+        hostile_body.extend_from_slice(hostile.as_bytes());
+        assert!(decode_record("test", &hostile_body, "e".into(), 1).is_err());
     }
 }

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use photon_backend_fluvio::{fluvio_endpoint_from_env, FluvioStoragePortBuilder};
 use photon_core::{PhotonError, Result};
 
-use super::{measurements, photon_figures, Figures};
+use super::{compare, measurements, PhotonSide, RawClient};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -35,14 +35,15 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .prefix(format!("bench{run}"))
         .build()
         .await?;
-    let photon = photon_figures(Arc::new(port), options, "bench").await?;
+    let photon = PhotonSide::new(Arc::new(port), "bench");
     let fluvio = Fluvio::connect_with_config(&FluvioClusterConfig::new(endpoint))
         .await
         .map_err(|e| raw_error("connect", e))?;
     let raw = RawSide { fluvio, run };
-    let figures = raw.figures(options).await;
-    raw.delete_topics().await;
-    Ok(measurements("fluvio", &photon, &figures?))
+    let figures = compare(&photon, &raw, options).await;
+    raw.delete_topics(options).await;
+    let (photon, raw) = figures?;
+    Ok(measurements("fluvio", &photon, &raw))
 }
 
 fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
@@ -54,15 +55,77 @@ struct RawSide {
     run: String,
 }
 
-impl RawSide {
-    async fn figures(&self, options: &BenchOptions) -> Result<Figures> {
-        Ok(Figures {
-            publish: self.publish_rate(options).await?,
-            end_to_end: self.end_to_end_rate(options).await?,
-            latency: self.latency(options).await?,
-        })
+impl RawClient for RawSide {
+    async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let producer = self.producer(&format!("publish{round}")).await?;
+        // One record before the timed window, as the Photon side's warm-up publish.
+        let value = serde_json::to_vec(&options.payload(0)).map_err(|e| raw_error("encode", e))?;
+        producer
+            .send(RecordKey::from("warm-up"), value)
+            .await
+            .map_err(|e| raw_error("send", e))?
+            .wait()
+            .await
+            .map_err(|e| raw_error("ack", e))?;
+        let started = Instant::now();
+        Self::publish_all(&producer, options).await?;
+        Ok(per_second(options.events, started.elapsed()))
     }
 
+    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
+        let producer = self.producer("e2e").await?;
+        let mut stream = self.consumer("e2e", Offset::beginning()).await?;
+        let started = Instant::now();
+        let publishing = {
+            let options = *options;
+            tokio::spawn(async move { Self::publish_all(&producer, &options).await })
+        };
+        for _ in 0..options.events {
+            let record = stream
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+                .map_err(|e| raw_error("consume", e))?;
+            serde_json::from_slice::<serde_json::Value>(record.value())
+                .map_err(|e| raw_error("decode", e))?;
+        }
+        let elapsed = started.elapsed();
+        publishing
+            .await
+            .map_err(|e| raw_error("publisher task", e))??;
+        Ok(per_second(options.events, elapsed))
+    }
+
+    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
+        let producer = self.producer("latency").await?;
+        let mut stream = self.consumer("latency", Offset::end()).await?;
+        let mut latencies = Latencies::default();
+        for i in 0..=options.latency_samples {
+            let started = Instant::now();
+            let value =
+                serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
+            let output = producer
+                .send(RecordKey::NULL, value)
+                .await
+                .map_err(|e| raw_error("send", e))?;
+            output.wait().await.map_err(|e| raw_error("ack", e))?;
+            let record = stream
+                .next()
+                .await
+                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+                .map_err(|e| raw_error("consume", e))?;
+            serde_json::from_slice::<serde_json::Value>(record.value())
+                .map_err(|e| raw_error("decode", e))?;
+            // The first round trip establishes the consumer, as on the Photon side.
+            if i > 0 {
+                latencies.record_since(started);
+            }
+        }
+        Ok(latencies)
+    }
+}
+
+impl RawSide {
     fn topic(&self, measurement: &str) -> String {
         format!("benchraw-{}-{measurement}", self.run)
     }
@@ -122,13 +185,6 @@ impl RawSide {
         Ok(())
     }
 
-    async fn publish_rate(&self, options: &BenchOptions) -> Result<f64> {
-        let producer = self.producer("publish").await?;
-        let started = Instant::now();
-        Self::publish_all(&producer, options).await?;
-        Ok(per_second(options.events, started.elapsed()))
-    }
-
     async fn consumer(
         &self,
         measurement: &str,
@@ -154,62 +210,11 @@ impl RawSide {
             .map_err(|e| raw_error("consumer", e))
     }
 
-    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
-        let producer = self.producer("e2e").await?;
-        let mut stream = self.consumer("e2e", Offset::beginning()).await?;
-        let started = Instant::now();
-        let publishing = {
-            let options = *options;
-            tokio::spawn(async move { Self::publish_all(&producer, &options).await })
-        };
-        for _ in 0..options.events {
-            let record = stream
-                .next()
-                .await
-                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
-                .map_err(|e| raw_error("consume", e))?;
-            serde_json::from_slice::<serde_json::Value>(record.value())
-                .map_err(|e| raw_error("decode", e))?;
-        }
-        let elapsed = started.elapsed();
-        publishing
-            .await
-            .map_err(|e| raw_error("publisher task", e))??;
-        Ok(per_second(options.events, elapsed))
-    }
-
-    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
-        let producer = self.producer("latency").await?;
-        let mut stream = self.consumer("latency", Offset::end()).await?;
-        let mut latencies = Latencies::default();
-        for i in 0..=options.latency_samples {
-            let started = Instant::now();
-            let value =
-                serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
-            let output = producer
-                .send(RecordKey::NULL, value)
-                .await
-                .map_err(|e| raw_error("send", e))?;
-            output.wait().await.map_err(|e| raw_error("ack", e))?;
-            let record = stream
-                .next()
-                .await
-                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
-                .map_err(|e| raw_error("consume", e))?;
-            serde_json::from_slice::<serde_json::Value>(record.value())
-                .map_err(|e| raw_error("decode", e))?;
-            // The first round trip establishes the consumer, as on the Photon side.
-            if i > 0 {
-                latencies.record_since(started);
-            }
-        }
-        Ok(latencies)
-    }
-
-    async fn delete_topics(&self) {
+    async fn delete_topics(&self, options: &BenchOptions) {
         let admin = self.fluvio.admin().await;
-        for measurement in ["publish", "e2e", "latency"] {
-            let _ = admin.delete::<TopicSpec>(self.topic(measurement)).await;
+        let publish = (0..options.rounds).map(|round| format!("publish{round}"));
+        for measurement in publish.chain(["e2e".to_owned(), "latency".to_owned()]) {
+            let _ = admin.delete::<TopicSpec>(self.topic(&measurement)).await;
         }
     }
 }

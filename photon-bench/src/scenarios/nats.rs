@@ -15,7 +15,7 @@ use futures::StreamExt;
 use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
 use photon_core::{PhotonError, Result};
 
-use super::{measurements, photon_figures, Figures};
+use super::{compare, measurements, PhotonSide, RawClient};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -31,17 +31,17 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .stream_prefix(format!("bench-{run}"))
         .build()
         .await?;
-    let photon = photon_figures(Arc::new(port.clone()), options, "bench").await;
+    let photon = PhotonSide::new(Arc::new(port.clone()), "bench");
     let raw = RawSide {
         context: port.jetstream().clone(),
         run: run.clone(),
     };
-    let raw_figures = raw.figures(options).await;
+    let figures = compare(&photon, &raw, options).await;
     let cleaned = port.delete_all_streams().await;
-    raw.delete_streams().await;
-    let (photon, raw_figures) = (photon?, raw_figures?);
+    raw.delete_streams(options).await;
+    let (photon, raw) = figures?;
     cleaned?;
-    Ok(measurements("nats", &photon, &raw_figures))
+    Ok(measurements("nats", &photon, &raw))
 }
 
 fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
@@ -53,104 +53,13 @@ struct RawSide {
     run: String,
 }
 
-impl RawSide {
-    async fn figures(&self, options: &BenchOptions) -> Result<Figures> {
-        Ok(Figures {
-            publish: self.publish_rate(options).await?,
-            end_to_end: self.end_to_end_rate(options).await?,
-            latency: self.latency(options).await?,
-        })
-    }
-
-    fn stream_name(&self, measurement: &str) -> String {
-        format!("benchraw-{}-{measurement}", self.run)
-    }
-
-    fn subject(&self, measurement: &str, key: &str) -> String {
-        format!("benchraw.{}.{measurement}.{key}", self.run)
-    }
-
-    /// A stream with the settings Photon's topic streams have.
-    async fn stream(&self, measurement: &str) -> Result<stream::Stream> {
-        let config = stream::Config {
-            name: self.stream_name(measurement),
-            subjects: vec![format!("benchraw.{}.{measurement}.*", self.run)],
-            storage: stream::StorageType::File,
-            allow_direct: true,
-            duplicate_window: Duration::from_secs(120),
-            ..stream::Config::default()
-        };
-        self.context
-            .get_or_create_stream(config)
-            .await
-            .map_err(|e| raw_error("stream", e))
-    }
-
-    async fn delete_streams(&self) {
-        for measurement in ["publish", "e2e", "latency"] {
-            let _ = self
-                .context
-                .delete_stream(self.stream_name(measurement))
-                .await;
-        }
-    }
-
-    /// Publishers each await every ack, as Photon's appends do.
-    async fn publish_all(&self, options: &BenchOptions, measurement: &str) -> Result<()> {
-        let mut tasks = Vec::with_capacity(options.publishers);
-        for publisher in 0..options.publishers {
-            let context = self.context.clone();
-            let options = *options;
-            let subjects: Vec<String> = (0..64)
-                .map(|k| self.subject(measurement, &format!("k{k}")))
-                .collect();
-            tasks.push(tokio::spawn(async move {
-                for i in 0..options.share(publisher) {
-                    let payload = serde_json::to_vec(&options.payload(i))
-                        .map_err(|e| raw_error("encode", e))?;
-                    let message = PublishMessage::build()
-                        .payload(payload.into())
-                        .message_id(uuid::Uuid::now_v7().to_string());
-                    let subject = subjects[(publisher + i) % 64].clone();
-                    let ack = context
-                        .send_publish(subject, message)
-                        .await
-                        .map_err(|e| raw_error("publish", e))?;
-                    ack.await.map_err(|e| raw_error("ack", e))?;
-                }
-                Ok::<_, PhotonError>(())
-            }));
-        }
-        for task in tasks {
-            task.await.map_err(|e| raw_error("publisher task", e))??;
-        }
-        Ok(())
-    }
-
-    async fn publish_rate(&self, options: &BenchOptions) -> Result<f64> {
-        self.stream("publish").await?;
+impl RawClient for RawSide {
+    async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let measurement = format!("publish{round}");
+        self.stream(&measurement).await?;
         let started = Instant::now();
-        self.publish_all(options, "publish").await?;
+        self.publish_all(options, &measurement).await?;
         Ok(per_second(options.events, started.elapsed()))
-    }
-
-    async fn ordered_reader(
-        &self,
-        measurement: &str,
-        deliver_policy: DeliverPolicy,
-    ) -> Result<pull::Ordered> {
-        let stream = self.stream(measurement).await?;
-        let consumer = stream
-            .create_consumer(pull::OrderedConfig {
-                deliver_policy,
-                ..pull::OrderedConfig::default()
-            })
-            .await
-            .map_err(|e| raw_error("consumer", e))?;
-        consumer
-            .messages()
-            .await
-            .map_err(|e| raw_error("messages", e))
     }
 
     async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
@@ -205,5 +114,92 @@ impl RawSide {
             latencies.record_since(started);
         }
         Ok(latencies)
+    }
+}
+
+impl RawSide {
+    fn stream_name(&self, measurement: &str) -> String {
+        format!("benchraw-{}-{measurement}", self.run)
+    }
+
+    fn subject(&self, measurement: &str, key: &str) -> String {
+        format!("benchraw.{}.{measurement}.{key}", self.run)
+    }
+
+    /// A stream with the settings Photon's topic streams have.
+    async fn stream(&self, measurement: &str) -> Result<stream::Stream> {
+        let config = stream::Config {
+            name: self.stream_name(measurement),
+            subjects: vec![format!("benchraw.{}.{measurement}.*", self.run)],
+            storage: stream::StorageType::File,
+            allow_direct: true,
+            duplicate_window: Duration::from_secs(120),
+            ..stream::Config::default()
+        };
+        self.context
+            .get_or_create_stream(config)
+            .await
+            .map_err(|e| raw_error("stream", e))
+    }
+
+    async fn delete_streams(&self, options: &BenchOptions) {
+        let publish = (0..options.rounds).map(|round| format!("publish{round}"));
+        for measurement in publish.chain(["e2e".to_owned(), "latency".to_owned()]) {
+            let _ = self
+                .context
+                .delete_stream(self.stream_name(&measurement))
+                .await;
+        }
+    }
+
+    /// Publishers each await every ack, as Photon's appends do.
+    async fn publish_all(&self, options: &BenchOptions, measurement: &str) -> Result<()> {
+        let mut tasks = Vec::with_capacity(options.publishers);
+        for publisher in 0..options.publishers {
+            let context = self.context.clone();
+            let options = *options;
+            let subjects: Vec<String> = (0..64)
+                .map(|k| self.subject(measurement, &format!("k{k}")))
+                .collect();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..options.share(publisher) {
+                    let payload = serde_json::to_vec(&options.payload(i))
+                        .map_err(|e| raw_error("encode", e))?;
+                    let message = PublishMessage::build()
+                        .payload(payload.into())
+                        .message_id(uuid::Uuid::now_v7().to_string());
+                    let subject = subjects[(publisher + i) % 64].clone();
+                    let ack = context
+                        .send_publish(subject, message)
+                        .await
+                        .map_err(|e| raw_error("publish", e))?;
+                    ack.await.map_err(|e| raw_error("ack", e))?;
+                }
+                Ok::<_, PhotonError>(())
+            }));
+        }
+        for task in tasks {
+            task.await.map_err(|e| raw_error("publisher task", e))??;
+        }
+        Ok(())
+    }
+
+    async fn ordered_reader(
+        &self,
+        measurement: &str,
+        deliver_policy: DeliverPolicy,
+    ) -> Result<pull::Ordered> {
+        let stream = self.stream(measurement).await?;
+        let consumer = stream
+            .create_consumer(pull::OrderedConfig {
+                deliver_policy,
+                ..pull::OrderedConfig::default()
+            })
+            .await
+            .map_err(|e| raw_error("consumer", e))?;
+        consumer
+            .messages()
+            .await
+            .map_err(|e| raw_error("messages", e))
     }
 }

@@ -34,15 +34,53 @@ pub async fn photon_figures(
     options: &BenchOptions,
     run_id: &str,
 ) -> Result<Figures> {
-    let store = EventStore::new(port, TransportCrypto::plaintext());
-    let publish = publish_rate(&store, options, &format!("{run_id}.publish")).await?;
-    let end_to_end = end_to_end_rate(&store, options, &format!("{run_id}.e2e")).await?;
-    let latency = round_trips(&store, options, &format!("{run_id}.latency")).await?;
+    let side = PhotonSide::new(port, run_id);
     Ok(Figures {
-        publish,
-        end_to_end,
-        latency,
+        publish: side.publish_rate(options, 0).await?,
+        end_to_end: side.end_to_end_rate(options).await?,
+        latency: side.latency(options).await?,
     })
+}
+
+/// Photon over one port, measurement by measurement.
+pub struct PhotonSide {
+    store: EventStore,
+    run_id: String,
+}
+
+impl PhotonSide {
+    /// Photon in plaintext over `port`; topics are prefixed with `run_id`.
+    pub fn new(port: Arc<dyn StoragePort>, run_id: &str) -> Self {
+        Self {
+            store: EventStore::new(port, TransportCrypto::plaintext()),
+            run_id: run_id.to_owned(),
+        }
+    }
+
+    /// Acknowledged publishes per second; each `round` has its own topic.
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let topic = format!("{}.publish{round}", self.run_id);
+        publish_rate(&self.store, options, &topic).await
+    }
+
+    /// Events per second from publish to a durable consumer's acknowledgement.
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
+        end_to_end_rate(&self.store, options, &format!("{}.e2e", self.run_id)).await
+    }
+
+    /// One-at-a-time publish → receive round trips.
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
+        round_trips(&self.store, options, &format!("{}.latency", self.run_id)).await
+    }
 }
 
 async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
