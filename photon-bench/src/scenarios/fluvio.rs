@@ -46,6 +46,20 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
     Ok(measurements("fluvio", &photon, &raw))
 }
 
+/// Reads and decodes the next record of a raw consumer.
+async fn next_value(
+    stream: &mut (impl futures::Stream<
+        Item = std::result::Result<fluvio::consumer::Record, fluvio::dataplane::link::ErrorCode>,
+    > + Unpin),
+) -> Result<serde_json::Value> {
+    let record = stream
+        .next()
+        .await
+        .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
+        .map_err(|e| raw_error("consume", e))?;
+    serde_json::from_slice(record.value()).map_err(|e| raw_error("decode", e))
+}
+
 fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
     PhotonError::InvalidInput(format!("raw fluvio {what}: {err}"))
 }
@@ -81,13 +95,7 @@ impl RawClient for RawSide {
             tokio::spawn(async move { Self::publish_all(&producer, &options).await })
         };
         for _ in 0..options.events {
-            let record = stream
-                .next()
-                .await
-                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
-                .map_err(|e| raw_error("consume", e))?;
-            serde_json::from_slice::<serde_json::Value>(record.value())
-                .map_err(|e| raw_error("decode", e))?;
+            next_value(&mut stream).await?;
         }
         let elapsed = started.elapsed();
         publishing
@@ -109,13 +117,7 @@ impl RawClient for RawSide {
                 .await
                 .map_err(|e| raw_error("send", e))?;
             output.wait().await.map_err(|e| raw_error("ack", e))?;
-            let record = stream
-                .next()
-                .await
-                .ok_or_else(|| PhotonError::Closed("raw consumer".into()))?
-                .map_err(|e| raw_error("consume", e))?;
-            serde_json::from_slice::<serde_json::Value>(record.value())
-                .map_err(|e| raw_error("decode", e))?;
+            next_value(&mut stream).await?;
             // The first round trip establishes the consumer, as on the Photon side.
             if i > 0 {
                 latencies.record_since(started);
