@@ -2,6 +2,8 @@
 //! sequence), `head_seq`, and the listings (direct gets walking each shard stream; records
 //! of several shards are merged by seq).
 
+use std::sync::Arc;
+
 use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::stream::{self, DirectGetErrorKind};
 use photon_core::{Record, Result};
@@ -11,6 +13,29 @@ use crate::error::unavailable;
 use crate::port::NatsStoragePort;
 
 impl NatsStoragePort {
+    /// The shard streams of `topic` that exist, with their shard numbers.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Unavailable`] when a stream cannot be looked up.
+    pub(crate) async fn topic_streams(
+        &self,
+        topic: &str,
+    ) -> Result<Vec<(u32, Arc<stream::Stream>)>> {
+        let names = &self.inner.names;
+        let mut streams = Vec::new();
+        for shard in 0..names.shards() {
+            if let Some(stream) = self
+                .inner
+                .streams
+                .existing(&names.stream_name(topic, shard))
+                .await?
+            {
+                streams.push((shard, stream));
+            }
+        }
+        Ok(streams)
+    }
+
     /// The record of an event id; `None` for an unknown, foreign or malformed id.
     pub(crate) async fn find(&self, event_id: &str) -> Result<Option<Record>> {
         let names = &self.inner.names;
@@ -59,15 +84,7 @@ impl NatsStoragePort {
             };
         }
         let mut head = None;
-        for shard in 0..names.shards() {
-            let Some(stream) = self
-                .inner
-                .streams
-                .existing(&names.stream_name(topic, shard))
-                .await?
-            else {
-                continue;
-            };
+        for (shard, stream) in self.topic_streams(topic).await? {
             let info = stream.get_info().await.map_err(|err| {
                 unavailable(format!("cannot read the head of topic {topic:?}"), err)
             })?;
@@ -90,15 +107,7 @@ impl NatsStoragePort {
     ) -> Result<Vec<Record>> {
         let names = &self.inner.names;
         let mut records = Vec::new();
-        for shard in 0..names.shards() {
-            let Some(stream) = self
-                .inner
-                .streams
-                .existing(&names.stream_name(topic, shard))
-                .await?
-            else {
-                continue;
-            };
+        for (shard, stream) in self.topic_streams(topic).await? {
             let subjects = names.stream_subjects(topic, shard);
             let mut next = first_stream_seq_after(after_seq, shard, names.shards());
             for _ in 0..limit {
@@ -124,17 +133,8 @@ impl NatsStoragePort {
 
     /// The `limit` records with the highest seqs, highest first.
     pub(crate) async fn list_newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
-        let names = &self.inner.names;
         let mut records = Vec::new();
-        for shard in 0..names.shards() {
-            let Some(stream) = self
-                .inner
-                .streams
-                .existing(&names.stream_name(topic, shard))
-                .await?
-            else {
-                continue;
-            };
+        for (shard, stream) in self.topic_streams(topic).await? {
             let info = stream
                 .get_info()
                 .await

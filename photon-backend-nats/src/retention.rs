@@ -43,15 +43,7 @@ impl NatsStoragePort {
     pub(crate) async fn purge_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
         let names = &self.inner.names;
         let mut purged = 0;
-        for shard in 0..names.shards() {
-            let Some(stream) = self
-                .inner
-                .streams
-                .existing(&names.stream_name(topic, shard))
-                .await?
-            else {
-                continue;
-            };
+        for (shard, stream) in self.topic_streams(topic).await? {
             let keep_from =
                 first_stream_seq_after(before_seq.saturating_sub(1), shard, names.shards());
             let response = stream
