@@ -11,7 +11,7 @@ use photon_core::{Record, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::sqlite_error;
-use crate::row::{StoredRow, RECORD_COLUMNS};
+use crate::row::{select_rows, StoredRow, RECORD_COLUMNS};
 
 /// Seqs examined per keyed query.
 const SCAN_WINDOW: i64 = 4096;
@@ -43,7 +43,8 @@ pub(crate) fn read_page(
                  WHERE topic_id = (SELECT topic_id FROM topics WHERE name = ?1) AND seq > ?2 \
                  ORDER BY seq LIMIT ?3"
             );
-            let rows = select(connection, &sql, params![topic, after, limit]).map_err(failed)?;
+            let rows =
+                select_rows(connection, &sql, params![topic, after, limit]).map_err(failed)?;
             let position = rows.last().map_or(after, StoredRow::seq);
             (rows, position)
         }
@@ -81,7 +82,7 @@ fn scan_key(
         }
         let remaining = limit - rows.len() as i64;
         let upto = position.saturating_add(SCAN_WINDOW).min(head);
-        let found = select(
+        let found = select_rows(
             connection,
             &sql,
             params![topic, position, upto, key, remaining],
@@ -95,14 +96,4 @@ fn scan_key(
         position = upto;
     }
     Ok((rows, position))
-}
-
-fn select(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> rusqlite::Result<Vec<StoredRow>> {
-    let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params, StoredRow::read)?;
-    rows.collect()
 }

@@ -1,11 +1,11 @@
 //! Point queries on read connections: get by id, listing, head seq.
 
 use photon_core::{Record, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 use crate::error::sqlite_error;
 use crate::port::SqliteStoragePort;
-use crate::row::{StoredRow, RECORD_COLUMNS};
+use crate::row::{select_rows, StoredRow, RECORD_COLUMNS};
 
 impl SqliteStoragePort {
     /// The record with this event id, if stored.
@@ -99,14 +99,4 @@ impl SqliteStoragePort {
             })
             .await
     }
-}
-
-fn select_rows(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> rusqlite::Result<Vec<StoredRow>> {
-    let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params, StoredRow::read)?;
-    rows.collect()
 }

@@ -2,7 +2,7 @@
 
 use chrono::DateTime;
 use photon_core::{PhotonError, Record, RecordDraft, Result};
-use rusqlite::Row;
+use rusqlite::{Connection, Row};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -118,6 +118,20 @@ fn decode_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let value = T::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
     deserializer.end()?;
     Ok(value)
+}
+
+/// The rows a cached statement selects (its columns in [`RECORD_COLUMNS`] order).
+///
+/// # Errors
+/// SQLite errors.
+pub(crate) fn select_rows(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<StoredRow>> {
+    let mut statement = connection.prepare_cached(sql)?;
+    let rows = statement.query_map(params, StoredRow::read)?;
+    rows.collect()
 }
 
 #[cfg(test)]
