@@ -45,11 +45,6 @@ pub(crate) fn decode_value(
     Ok(record)
 }
 
-/// The Photon topic named in a record value, without decoding the body.
-pub(crate) fn topic_of_value(value: &[u8]) -> Option<String> {
-    photon_core::wire::topic_of(value)
-}
-
 /// The event id of the record at `offset` of a Fluvio topic partition.
 pub(crate) fn event_id(fluvio_topic: &str, partition: u32, offset: i64) -> String {
     format!("f1:{fluvio_topic}:{partition}:{offset}")
@@ -96,7 +91,7 @@ mod tests {
             record,
             Record::from_draft(draft, "f1:photon-x:0:4".into(), 5)
         );
-        assert_eq!(topic_of_value(&value).as_deref(), Some("a.b"));
+        assert_eq!(photon_core::wire::topic_of(&value).as_deref(), Some("a.b"));
         assert!(matches!(
             decode_value(&value, "a-b", "id".into(), 5),
             Err(PhotonError::Storage { .. })

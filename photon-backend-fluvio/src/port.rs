@@ -13,7 +13,7 @@ use photon_core::{
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::checkpoint::{Checkpoints, Context};
-use crate::codec::{decode_value, parse_event_id, topic_of_value};
+use crate::codec::{decode_value, parse_event_id};
 use crate::config::{FluvioConfig, ReplayCursor};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
@@ -156,7 +156,7 @@ impl FluvioStoragePort {
         let Some(record) = record_at(&self.inner.fluvio(), &name, offset).await? else {
             return Ok(None);
         };
-        let Some(topic) = topic_of_value(record.value()) else {
+        let Some(topic) = photon_core::wire::topic_of(record.value()) else {
             return Ok(None);
         };
         // Only ids of this port's topic layout: the Fluvio topic must be a shard of `topic`.
