@@ -7,7 +7,7 @@
 //! | field | encoding |
 //! |---|---|
 //! | magic | one byte `0xB1` (a JSON record starts with `{`) |
-//! | envelope id | u16 length, UTF-8 |
+//! | envelope id | u16 length, UTF-8; length `0xFFFF` for a UUID in its 16 bytes |
 //! | created at | i64, nanoseconds since the Unix epoch |
 //! | topic | u16 length, UTF-8 |
 //! | key | u16 length, UTF-8; length `0xFFFF` for no key |
@@ -26,6 +26,8 @@ use crate::event::{Body, Record, RecordDraft, SealedBody};
 
 const MAGIC: u8 = 0xB1;
 const NO_KEY: u16 = u16::MAX;
+/// The length field of an envelope id stored as the 16 bytes of a UUID.
+const UUID_ID: u16 = u16::MAX;
 const PLAIN: u8 = 0;
 const SEALED: u8 = 1;
 
@@ -58,6 +60,24 @@ fn put_json(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<()> {
     serde_json::to_writer(out, value).map_err(|err| PhotonError::codec("a record", err))
 }
 
+/// Envelope ids Photon makes are UUIDs in their hyphenated lower-case form: those are stored
+/// in 16 bytes instead of 36; any other id (one that would not render back the same) as text.
+fn put_envelope_id(out: &mut Vec<u8>, id: &str) -> Result<()> {
+    match uuid::Uuid::try_parse(id) {
+        Ok(uuid)
+            if uuid
+                .hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                == id =>
+        {
+            out.extend_from_slice(&UUID_ID.to_be_bytes());
+            out.extend_from_slice(uuid.as_bytes());
+            Ok(())
+        }
+        _ => put_text(out, id, "envelope id"),
+    }
+}
+
 /// The bytes a broker stores for a draft.
 ///
 /// # Errors
@@ -66,7 +86,7 @@ fn put_json(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<()> {
 pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + draft.topic_name.len());
     out.push(MAGIC);
-    put_text(&mut out, &draft.envelope_id, "envelope id")?;
+    put_envelope_id(&mut out, &draft.envelope_id)?;
     let nanos = draft
         .created_at
         .timestamp_nanos_opt()
@@ -135,8 +155,10 @@ fn read_header(bytes: &[u8]) -> Option<Header<'_>> {
     if reader.take(1)? != [MAGIC] {
         return None;
     }
-    let len = reader.u16()?;
-    let envelope_id = reader.text(len)?;
+    let envelope_id = match reader.u16()? {
+        UUID_ID => uuid::Uuid::from_slice(reader.take(16)?).ok()?.to_string(),
+        len => reader.text(len)?,
+    };
     let nanos = i64::from_be_bytes(reader.take(8)?.try_into().ok()?);
     let created_at = DateTime::from_timestamp_nanos(nanos);
     let len = reader.u16()?;
@@ -280,6 +302,31 @@ mod tests {
         let names = "env".len() + "a.b".len() + "k.*>".len();
         let json = r#"{"u":1}"#.len() + r#"{"i":7}"#.len();
         assert_eq!(bytes.len(), fixed + names + json);
+    }
+
+    #[test]
+    fn uuid_envelope_ids_take_16_bytes_and_other_ids_stay_text() {
+        let uuid = "0193a4f2-7c1e-7d3a-9b2c-5e8f1a2b3c4d";
+        let text_form = encode_draft(&draft(json!(1))).unwrap().len() - "env".len();
+        for (id, id_bytes) in [
+            (uuid, 16),
+            // Not the form Photon renders: kept as given, byte for byte.
+            ("0193A4F2-7C1E-7D3A-9B2C-5E8F1A2B3C4D", 36),
+            ("0193a4f27c1e7d3a9b2c5e8f1a2b3c4d", 32),
+            ("{0193a4f2-7c1e-7d3a-9b2c-5e8f1a2b3c4d}", 38),
+        ] {
+            let draft = RecordDraft {
+                envelope_id: id.into(),
+                ..draft(json!(1))
+            };
+            let bytes = encode_draft(&draft).unwrap();
+            assert_eq!(bytes.len(), text_form + id_bytes, "{id}");
+            let record = decode_record("test", &bytes, "s:1".into(), 1).unwrap();
+            assert_eq!(record.envelope_id, id);
+            for cut in [2, 3, 10] {
+                assert!(decode_record("test", &bytes[..cut], "e".into(), 1).is_err());
+            }
+        }
     }
 
     #[test]
