@@ -28,6 +28,9 @@ struct Args {
     /// Publish rounds on broker adapters (sides alternate first; medians are reported).
     #[arg(long, default_value_t = BenchOptions::default().rounds)]
     rounds: usize,
+    /// Measure publish throughput only.
+    #[arg(long)]
+    publish_only: bool,
     /// Where the JSON report goes.
     #[arg(long, default_value = "photon-bench/report/report.json")]
     out: PathBuf,
@@ -47,6 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         latency_samples: args.latency_samples,
         payload_bytes: args.payload_bytes,
         rounds: args.rounds.max(1),
+        publish_only: args.publish_only,
     };
     let adapters: Vec<String> = if args.adapters.is_empty() {
         ADAPTERS.iter().map(|a| (*a).to_owned()).collect()

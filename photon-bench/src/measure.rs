@@ -16,6 +16,8 @@ pub struct BenchOptions {
     /// Publish rounds on broker adapters, Photon and the raw client taking turns first;
     /// each side's figure is its median round.
     pub rounds: usize,
+    /// Measure publish throughput only (no end-to-end, no latency).
+    pub publish_only: bool,
 }
 
 impl Default for BenchOptions {
@@ -26,6 +28,7 @@ impl Default for BenchOptions {
             latency_samples: 2_000,
             payload_bytes: 128,
             rounds: 3,
+            publish_only: false,
         }
     }
 }
@@ -40,6 +43,29 @@ impl BenchOptions {
     pub fn share(&self, publisher: usize) -> usize {
         self.events / self.publishers + usize::from(publisher < self.events % self.publishers)
     }
+}
+
+/// CPU time this process has used so far (user and system), from `/proc/self/stat`;
+/// `None` where that is not readable. Linux reports it in ticks of 1/100 s (`USER_HZ`).
+pub fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// Runs `measure` and returns its result with the CPU time this process spent meanwhile.
+pub async fn with_cpu_time<T>(
+    measure: impl std::future::Future<Output = T>,
+) -> (T, Option<Duration>) {
+    let before = process_cpu_time();
+    let result = measure.await;
+    let spent = before
+        .zip(process_cpu_time())
+        .map(|(a, b)| b.saturating_sub(a));
+    (result, spent)
 }
 
 /// The median of `values` (the upper one of an even count); 0 for none.
@@ -94,6 +120,14 @@ mod tests {
             ..BenchOptions::default()
         };
         assert_eq!((0..64).map(|p| options.share(p)).sum::<usize>(), 1003);
+    }
+
+    #[test]
+    fn this_process_has_used_cpu_time() {
+        let spent: u64 = (0..50_000_000u64).fold(0, |acc, i| acc ^ i.wrapping_mul(31));
+        assert_ne!(spent, 1);
+        let cpu = process_cpu_time().unwrap();
+        assert!(cpu > Duration::ZERO, "{cpu:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! batches, 2 MB requests), the same number of concurrent publishers each awaiting every
 //! ack (`send(..).await` then `wait()`), and one consumer. The cluster is
 //! `PHOTON_FLUVIO_ENDPOINT` (default `127.0.0.1:9003`); every topic has a fresh run prefix,
-//! and the raw side's topics are deleted afterwards.
+//! and both sides' topics are deleted afterwards.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .map_err(|e| raw_error("connect", e))?;
     let raw = RawSide { fluvio, run };
     let figures = compare(&photon, &raw, options).await;
-    raw.delete_topics(options).await;
+    raw.delete_topics().await;
     let (photon, raw) = figures?;
     Ok(measurements("fluvio", &photon, &raw))
 }
@@ -212,11 +212,24 @@ impl RawSide {
             .map_err(|e| raw_error("consumer", e))
     }
 
-    async fn delete_topics(&self, options: &BenchOptions) {
+    /// Deletes both sides' topics of this run, so that runs do not pile up partitions on
+    /// the cluster (each one costs the SPU work in later runs).
+    async fn delete_topics(&self) {
         let admin = self.fluvio.admin().await;
-        let publish = (0..options.rounds).map(|round| format!("publish{round}"));
-        for measurement in publish.chain(["e2e".to_owned(), "latency".to_owned()]) {
-            let _ = admin.delete::<TopicSpec>(self.topic(&measurement)).await;
+        let Ok(topics) = admin.all::<TopicSpec>().await else {
+            return;
+        };
+        let ours = [
+            format!("benchraw-{}-", self.run),
+            format!("bench{}-", self.run),
+        ];
+        for topic in topics {
+            if ours
+                .iter()
+                .any(|prefix| topic.name.starts_with(prefix.as_str()))
+            {
+                let _ = admin.delete::<TopicSpec>(topic.name).await;
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use photon_core::{PhotonError, Result};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{measurements, photon_figures, Figures};
+use super::{measurements, photon_figures, unless_publish_only, Figures};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -28,8 +28,8 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
 async fn raw_figures(options: &BenchOptions) -> Result<Figures> {
     Ok(Figures {
         publish: raw_publish(options).await?,
-        end_to_end: raw_end_to_end(options).await?,
-        latency: raw_latency(options).await?,
+        end_to_end: unless_publish_only(options, raw_end_to_end(options)).await?,
+        latency: unless_publish_only(options, raw_latency(options)).await?,
     })
 }
 

@@ -9,11 +9,13 @@ pub mod sqlite;
 
 pub use photon_side::{photon_figures, Figures, PhotonSide};
 
+use photon_side::unless_publish_only;
+
 use std::future::Future;
 
 use photon_core::Result;
 
-use crate::measure::{median, BenchOptions, Latencies};
+use crate::measure::{median, with_cpu_time, BenchOptions, Latencies};
 use crate::report::Measurement;
 
 /// The adapters this harness knows, in report order.
@@ -37,34 +39,41 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measuremen
     }
 }
 
-/// Pairs Photon's figures with the raw client's into report rows.
+/// Pairs Photon's figures with the raw client's into report rows; a metric gets a row when
+/// both sides measured it.
 pub fn measurements(adapter: &str, photon: &Figures, raw: &Figures) -> Vec<Measurement> {
-    vec![
-        Measurement::throughput(adapter, "publish", photon.publish, raw.publish),
-        Measurement::throughput(adapter, "end_to_end", photon.end_to_end, raw.end_to_end),
-        Measurement::latency(
-            adapter,
-            "latency_p50",
-            photon.latency.quantile_us(0.5),
-            raw.latency.quantile_us(0.5),
-        ),
-        Measurement::latency(
-            adapter,
-            "latency_p99",
-            photon.latency.quantile_us(0.99),
-            raw.latency.quantile_us(0.99),
-        ),
-    ]
+    let mut rows = vec![Measurement::throughput(
+        adapter,
+        "publish",
+        photon.publish,
+        raw.publish,
+    )];
+    if let (Some(photon), Some(raw)) = (photon.end_to_end, raw.end_to_end) {
+        rows.push(Measurement::throughput(adapter, "end_to_end", photon, raw));
+    }
+    if let (Some(photon), Some(raw)) = (&photon.latency, &raw.latency) {
+        for (metric, q) in [("latency_p50", 0.5), ("latency_p99", 0.99)] {
+            rows.push(Measurement::latency(
+                adapter,
+                metric,
+                photon.quantile_us(q),
+                raw.quantile_us(q),
+            ));
+        }
+    }
+    rows
 }
 
 /// Publish throughput of both sides over `rounds` rounds, taking turns at going first so
 /// that neither side always meets the server fresh (or loaded); returns each side's median
-/// `(photon, raw)`.
+/// `(photon, raw)`. Each round's rates, and this process's CPU time per event of `events`,
+/// go to stderr.
 ///
 /// # Errors
 /// The first error of either side.
 pub async fn alternating_publish<P, PF, R, RF>(
     rounds: usize,
+    events: usize,
     mut photon: P,
     mut raw: R,
 ) -> Result<(f64, f64)>
@@ -76,13 +85,30 @@ where
 {
     let (mut photon_rates, mut raw_rates) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        if round % 2 == 0 {
-            photon_rates.push(photon(round).await?);
-            raw_rates.push(raw(round).await?);
+        let ((photon_rate, photon_cpu), (raw_rate, raw_cpu)) = if round % 2 == 0 {
+            let photon = with_cpu_time(photon(round)).await;
+            (photon, with_cpu_time(raw(round)).await)
         } else {
-            raw_rates.push(raw(round).await?);
-            photon_rates.push(photon(round).await?);
-        }
+            let raw = with_cpu_time(raw(round)).await;
+            (with_cpu_time(photon(round)).await, raw)
+        };
+        let (photon_rate, raw_rate) = (photon_rate?, raw_rate?);
+        // This process's CPU time per event tells the client's cost apart from the server's,
+        // which shares the machine.
+        let per_event = |cpu: Option<std::time::Duration>| {
+            cpu.map_or_else(
+                || "?".to_owned(),
+                |cpu| format!("{:.1}", cpu.as_secs_f64() * 1e6 / events as f64),
+            )
+        };
+        eprintln!(
+            "  publish round {}: photon {photon_rate:.0}/s ({} µs CPU/event), raw {raw_rate:.0}/s ({} µs CPU/event)",
+            round + 1,
+            per_event(photon_cpu),
+            per_event(raw_cpu),
+        );
+        photon_rates.push(photon_rate);
+        raw_rates.push(raw_rate);
     }
     Ok((median(photon_rates), median(raw_rates)))
 }
@@ -108,19 +134,20 @@ pub(crate) async fn compare(
 ) -> Result<(Figures, Figures)> {
     let (photon_publish, raw_publish) = alternating_publish(
         options.rounds,
+        options.events,
         |round| photon.publish_rate(options, round),
         |round| raw.publish_rate(options, round),
     )
     .await?;
     let photon = Figures {
         publish: photon_publish,
-        end_to_end: photon.end_to_end_rate(options).await?,
-        latency: photon.latency(options).await?,
+        end_to_end: unless_publish_only(options, photon.end_to_end_rate(options)).await?,
+        latency: unless_publish_only(options, photon.latency(options)).await?,
     };
     let raw = Figures {
         publish: raw_publish,
-        end_to_end: raw.end_to_end_rate(options).await?,
-        latency: raw.latency(options).await?,
+        end_to_end: unless_publish_only(options, raw.end_to_end_rate(options)).await?,
+        latency: unless_publish_only(options, raw.latency(options)).await?,
     };
     Ok((photon, raw))
 }

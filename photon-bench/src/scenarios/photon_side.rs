@@ -17,10 +17,25 @@ use crate::measure::{per_second, BenchOptions, Latencies};
 pub struct Figures {
     /// Acknowledged publishes per second with `publishers` concurrent tasks.
     pub publish: f64,
-    /// Events per second from publish to a durable consumer's acknowledgement.
-    pub end_to_end: f64,
-    /// One-at-a-time publish → receive round trips.
-    pub latency: Latencies,
+    /// Events per second from publish to a durable consumer's acknowledgement (`None` when
+    /// not measured).
+    pub end_to_end: Option<f64>,
+    /// One-at-a-time publish → receive round trips (`None` when not measured).
+    pub latency: Option<Latencies>,
+}
+
+/// Runs `measure` unless the run measures publish throughput only.
+///
+/// # Errors
+/// The measurement's error.
+pub(crate) async fn unless_publish_only<T>(
+    options: &BenchOptions,
+    measure: impl std::future::Future<Output = Result<T>>,
+) -> Result<Option<T>> {
+    if options.publish_only {
+        return Ok(None);
+    }
+    measure.await.map(Some)
 }
 
 /// Measures Photon over `port`: publish throughput, end-to-end throughput through a durable
@@ -37,8 +52,8 @@ pub async fn photon_figures(
     let side = PhotonSide::new(port, run_id);
     Ok(Figures {
         publish: side.publish_rate(options, 0).await?,
-        end_to_end: side.end_to_end_rate(options).await?,
-        latency: side.latency(options).await?,
+        end_to_end: unless_publish_only(options, side.end_to_end_rate(options)).await?,
+        latency: unless_publish_only(options, side.latency(options)).await?,
     })
 }
 

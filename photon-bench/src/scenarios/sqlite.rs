@@ -91,8 +91,12 @@ fn raw_figures(path: &Path, options: &BenchOptions) -> Result<Figures> {
     let mut connection = open(path)?;
     Ok(Figures {
         publish: insert_all(&mut connection, options, "publish")?,
-        end_to_end: raw_end_to_end(path, options)?,
-        latency: raw_latency(path, options)?,
+        end_to_end: (!options.publish_only)
+            .then(|| raw_end_to_end(path, options))
+            .transpose()?,
+        latency: (!options.publish_only)
+            .then(|| raw_latency(path, options))
+            .transpose()?,
     })
 }
 
