@@ -128,7 +128,10 @@ impl Checkpoints {
             return Ok(false);
         }
         let name = checkpoints_topic_name(&cx.config.prefix);
-        let producer = cx.topics.producer(&cx.fluvio, cx.config, &name).await?;
+        let open = cx
+            .topics
+            .producer(|| cx.fluvio.clone(), cx.config, &name)
+            .await?;
         let record_key =
             serde_json::to_vec(&entry).map_err(|e| PhotonError::codec("checkpoint key", e))?;
         let value = serde_json::to_vec(&Commit {
@@ -136,7 +139,7 @@ impl Checkpoints {
             seq,
         })
         .map_err(|e| PhotonError::codec("checkpoint", e))?;
-        if let Err(err) = send(&producer, &name, record_key, value).await {
+        if let Err(err) = send(&open.producer, &name, record_key, value).await {
             cx.topics.forget(&name);
             return Err(err);
         }
@@ -223,8 +226,11 @@ async fn write_snapshot(cx: &Context<'_>, state: &mut State) -> Result<()> {
     let name = snapshot_topic_name(&cx.config.prefix);
     let value =
         serde_json::to_vec(&snapshot).map_err(|e| PhotonError::codec("checkpoint snapshot", e))?;
-    let producer = cx.topics.producer(&cx.fluvio, cx.config, &name).await?;
-    if let Err(err) = send(&producer, &name, b"snapshot".to_vec(), value).await {
+    let open = cx
+        .topics
+        .producer(|| cx.fluvio.clone(), cx.config, &name)
+        .await?;
+    if let Err(err) = send(&open.producer, &name, b"snapshot".to_vec(), value).await {
         cx.topics.forget(&name);
         return Err(err);
     }

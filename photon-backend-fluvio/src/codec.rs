@@ -47,7 +47,14 @@ pub(crate) fn decode_value(
 
 /// The event id of the record at `offset` of a Fluvio topic partition.
 pub(crate) fn event_id(fluvio_topic: &str, partition: u32, offset: i64) -> String {
-    format!("f1:{fluvio_topic}:{partition}:{offset}")
+    use std::fmt::Write as _;
+    // One buffer of the right size: an id is made on every publish.
+    let mut id = String::with_capacity(fluvio_topic.len() + 28);
+    id.push_str("f1:");
+    id.push_str(fluvio_topic);
+    // Writing to a String cannot fail.
+    let _ = write!(id, ":{partition}:{offset}");
+    id
 }
 
 /// Where an event id points, `None` when it is not one of this port's ids.

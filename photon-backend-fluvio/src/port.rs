@@ -1,6 +1,6 @@
 //! [`FluvioStoragePort`]: the `StoragePort` impl on a Fluvio cluster.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,7 +17,7 @@ use crate::codec::{decode_value, parse_event_id};
 use crate::config::{FluvioConfig, ReplayCursor};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
-use crate::publish::Permits;
+use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
 use crate::stream_shard::{seq_of, shard_of_seq};
 use crate::topic::{
     checkpoints_topic_name, consumer_group_for, ensure_topic, fluvio_topic_name,
@@ -42,11 +42,12 @@ pub struct FluvioStoragePort {
 
 pub(crate) struct Inner {
     pub(crate) config: FluvioConfig,
-    client: Mutex<Arc<Fluvio>>,
+    client: RwLock<Arc<Fluvio>>,
     reconnecting: tokio::sync::Mutex<()>,
     pub(crate) topics: Topics,
     pub(crate) permits: Permits,
-    pub(crate) failed_send: Mutex<Option<PhotonError>>,
+    pub(crate) failed_send: FailedSend,
+    pub(crate) acks: AckWatch,
     pub(crate) checkpoints: Checkpoints,
     groups: GroupDispatchers,
     mirror: mpsc::UnboundedSender<(CheckpointKey, i64)>,
@@ -57,7 +58,7 @@ impl Inner {
     pub(crate) fn fluvio(&self) -> Arc<Fluvio> {
         // Only a clone of the Arc happens under this lock.
         self.client
-            .lock()
+            .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
@@ -71,7 +72,7 @@ impl Inner {
         }
         match open_client(&self.config).await {
             Ok(fresh) => {
-                *self.client.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
+                *self.client.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
                 self.topics.clear();
                 tracing::info!(port = "fluvio", "reconnected after a failed send");
             }
@@ -121,15 +122,17 @@ impl FluvioStoragePort {
         let inner = Arc::new(Inner {
             permits: Arc::new(Semaphore::new(config.max_inflight)),
             config,
-            client: Mutex::new(Arc::new(fluvio)),
+            client: RwLock::new(Arc::new(fluvio)),
             reconnecting: tokio::sync::Mutex::new(()),
             topics: Topics::default(),
-            failed_send: Mutex::new(None),
+            failed_send: FailedSend::default(),
+            acks: AckWatch::default(),
             checkpoints: Checkpoints::default(),
             groups: GroupDispatchers::default(),
             mirror,
         });
         tokio::spawn(mirror_consumer_offsets(Arc::downgrade(&inner), updates));
+        tokio::spawn(watch_acks(Arc::downgrade(&inner)));
         Ok(Self { inner })
     }
 

@@ -9,15 +9,18 @@
 //! - A producer that failed keeps the error on its partition until `clear_errors()`; the
 //!   port clears it after reporting the failure, so the next append (the caller's retry)
 //!   can go through.
-//! - An ack that does not come within [`ACK_TIMEOUT`] fails the append: a produce request
-//!   sent to an SPU that went away is otherwise only given up by the client after 60 s.
-//!   The port then drops the producer and reconnects, so the caller's retry goes to the
-//!   SPU as it is now.
+//! - When sends are in flight and no ack at all has come for [`ACK_TIMEOUT`], every append
+//!   waiting for one fails: a produce request sent to an SPU that went away is otherwise
+//!   only given up by the client after 60 s. The port then drops the producer and
+//!   reconnects, so the caller's retry goes to the SPU as it is now. One watchdog per port
+//!   checks this every second ([`watch_acks`]), instead of a timer per append, which cost
+//!   every publish a shared timer-wheel lock.
 //! - A failed or cancelled append may still have been stored (Fluvio has no idempotent
 //!   producer): a retry can then store the event twice, with two seqs.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use fluvio::{
     Fluvio, ProduceOutput, RecordKey, RecordMetadata, TopicProducerConfigBuilder, TopicProducerPool,
@@ -26,27 +29,97 @@ use photon_core::{Appended, PhotonError, RecordDraft, Result};
 
 use crate::codec::{encode_value, event_id};
 use crate::config::FluvioConfig;
-use crate::port::FluvioStoragePort;
+use crate::port::{FluvioStoragePort, Inner};
 use crate::stream_shard::{seq_of, shard_for_key};
-use crate::topic::{fluvio_topic_name, retry_not_found, unavailable};
+use crate::topic::{fluvio_topic_name, retry_not_found, unavailable, OpenProducer};
 
 /// Largest produce request: the SPU takes batches up to 2 MiB, which holds a 1 MiB Photon
 /// body once sealed (base64 grows it by a third) and wrapped in its record.
 pub(crate) const MAX_REQUEST_BYTES: usize = 2_000_000;
 
-/// Longest wait for the broker's ack of one append.
+/// How long sends may be in flight without any ack before the waiting appends fail.
 pub(crate) const ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Waits for the ack of a sent record, within [`ACK_TIMEOUT`].
-async fn acked(output: ProduceOutput, name: &str) -> Result<RecordMetadata> {
-    match tokio::time::timeout(ACK_TIMEOUT, output.wait()).await {
-        Ok(Ok(metadata)) => Ok(metadata),
-        Ok(Err(err)) => Err(unavailable(format!("no ack from {name}"), err)),
-        Err(_) => Err(PhotonError::Unavailable {
-            backend: "fluvio",
-            message: format!("no ack from {name} within {ACK_TIMEOUT:?}"),
-            source: None,
-        }),
+/// How often the watchdog looks.
+const ACK_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// When acks last came, and the signal that they stopped.
+pub(crate) struct AckWatch {
+    epoch: Instant,
+    /// Milliseconds from `epoch` to the latest ack.
+    last_ack_ms: AtomicU64,
+    /// Bumped when acks stopped: waiting appends give up.
+    stalled: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for AckWatch {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            last_ack_ms: AtomicU64::new(0),
+            stalled: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+impl AckWatch {
+    fn since_epoch_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn record_ack(&self) {
+        let now = self.since_epoch_ms();
+        // Written at most once a millisecond: the line is shared by every publisher.
+        if self.last_ack_ms.load(Ordering::Relaxed) != now {
+            self.last_ack_ms.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits for the ack of a sent record, unless acks stop coming meanwhile.
+    async fn acked(&self, output: ProduceOutput, name: &str) -> Result<RecordMetadata> {
+        let mut stalled = self.stalled.subscribe();
+        let result = tokio::select! {
+            biased;
+            result = output.wait() => result,
+            _ = stalled.changed() => {
+                return Err(PhotonError::Unavailable {
+                    backend: "fluvio",
+                    message: format!("no ack from {name}: none came within {ACK_TIMEOUT:?}"),
+                    source: None,
+                });
+            }
+        };
+        self.record_ack();
+        result.map_err(|err| unavailable(format!("no ack from {name}"), err))
+    }
+}
+
+/// The port's watchdog: fails the waiting appends when sends have been in flight for
+/// [`ACK_TIMEOUT`] without a single ack. Ends with the port.
+pub(crate) async fn watch_acks(port: Weak<Inner>) {
+    let mut busy_since: Option<u64> = None;
+    loop {
+        tokio::time::sleep(ACK_CHECK_EVERY).await;
+        let Some(inner) = port.upgrade() else {
+            return;
+        };
+        let watch = &inner.acks;
+        let in_flight = inner.permits.available_permits() < inner.config.max_inflight;
+        if !in_flight {
+            busy_since = None;
+            continue;
+        }
+        let now = watch.since_epoch_ms();
+        let since = *busy_since.get_or_insert(now);
+        let quiet_since = since.max(watch.last_ack_ms.load(Ordering::Relaxed));
+        if now.saturating_sub(quiet_since) >= u64::try_from(ACK_TIMEOUT.as_millis()).unwrap_or(0) {
+            tracing::warn!(
+                port = "fluvio",
+                "no ack for {ACK_TIMEOUT:?}; failing the waiting appends"
+            );
+            watch.stalled.send_modify(|stalls| *stalls += 1);
+            busy_since = None;
+        }
     }
 }
 
@@ -79,35 +152,27 @@ impl FluvioStoragePort {
         let shards = inner.config.topic_shards;
         let shard = shard_for_key(draft.topic_key.as_deref(), shards);
         let name = fluvio_topic_name(&inner.config.prefix, &draft.topic_name, shard, shards);
-        let client = inner.fluvio();
-        let producer = inner.topics.producer(&client, &inner.config, &name).await?;
+        let open = inner
+            .topics
+            .producer(|| inner.fluvio(), &inner.config, &name)
+            .await?;
         let value = encode_value(&draft)?;
-        let key = match &draft.topic_key {
-            Some(key) => RecordKey::from(key.as_bytes().to_vec()),
+        let key = match draft.topic_key {
+            Some(key) => RecordKey::from(key.into_bytes()),
             None => RecordKey::NULL,
         };
-        let permit = inner
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| PhotonError::Closed("fluvio port".into()))?;
-        let output = match producer.send(key, value).await {
-            Ok(output) => output,
-            Err(err) => {
-                producer.clear_errors().await;
-                inner.topics.forget(&name);
-                inner.reconnect(&client).await;
-                return Err(unavailable(format!("cannot send to {name}"), err));
-            }
-        };
         if !inner.config.sync_ack {
+            let permit = inner
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| PhotonError::Closed("fluvio port".into()))?;
+            let output = self.send(&open, &name, key, value).await?;
             let port = self.clone();
             tokio::spawn(async move {
-                if let Err(err) = acked(output, &name).await {
-                    producer.clear_errors().await;
-                    port.inner.topics.forget(&name);
-                    port.inner.reconnect(&client).await;
+                if let Err(err) = port.inner.acks.acked(output, &name).await {
+                    port.drop_producer(&open, &name).await;
                     port.remember_failed_send(err);
                 }
                 drop(permit);
@@ -117,7 +182,14 @@ impl FluvioStoragePort {
                 seq: 0,
             });
         }
-        let acked = acked(output, &name).await;
+        // A borrowed permit: an owned one would cost every append a shared refcount.
+        let permit = inner
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| PhotonError::Closed("fluvio port".into()))?;
+        let output = self.send(&open, &name, key, value).await?;
+        let acked = inner.acks.acked(output, &name).await;
         drop(permit);
         match acked {
             Ok(metadata) => {
@@ -128,12 +200,35 @@ impl FluvioStoragePort {
                 })
             }
             Err(err) => {
-                producer.clear_errors().await;
-                inner.topics.forget(&name);
-                inner.reconnect(&client).await;
+                self.drop_producer(&open, &name).await;
                 Err(err)
             }
         }
+    }
+
+    /// Hands a record to the producer; a refused send drops the producer.
+    async fn send(
+        &self,
+        open: &OpenProducer,
+        name: &str,
+        key: RecordKey,
+        value: Vec<u8>,
+    ) -> Result<ProduceOutput> {
+        match open.producer.send(key, value).await {
+            Ok(output) => Ok(output),
+            Err(err) => {
+                self.drop_producer(open, name).await;
+                Err(unavailable(format!("cannot send to {name}"), err))
+            }
+        }
+    }
+
+    /// After a failed send or ack: clears the producer's error, forgets it and replaces
+    /// its client, so that the caller's retry reaches the cluster as it is now.
+    async fn drop_producer(&self, open: &OpenProducer, name: &str) {
+        open.producer.clear_errors().await;
+        self.inner.topics.forget(name);
+        self.inner.reconnect(&open.client).await;
     }
 
     /// Waits until every queued send is acknowledged, then reports the first failure.
@@ -150,25 +245,45 @@ impl FluvioStoragePort {
     }
 
     fn take_failed_send(&self) -> Result<()> {
-        // Only a take/replace happens under this lock.
-        let failed = self
-            .inner
-            .failed_send
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        failed.map_or(Ok(()), Err)
+        self.inner.failed_send.take()
     }
 
     fn remember_failed_send(&self, err: PhotonError) {
-        let mut failed = self
-            .inner
-            .failed_send
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if failed.is_none() {
-            *failed = Some(err);
+        self.inner.failed_send.remember(err);
+    }
+}
+
+/// The first failure of a send nobody waited for, until an append or flush reports it.
+#[derive(Default)]
+pub(crate) struct FailedSend {
+    /// Whether `error` holds one: read on every append, so the lock is taken only when
+    /// there is something to take.
+    failed: AtomicBool,
+    error: Mutex<Option<PhotonError>>,
+}
+
+impl FailedSend {
+    /// Takes the remembered failure.
+    ///
+    /// # Errors
+    /// The failure, once.
+    fn take(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
         }
+        // Only a take happens under this lock.
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        self.failed.store(false, Ordering::Release);
+        error.take().map_or(Ok(()), Err)
+    }
+
+    /// Keeps `err` unless an earlier failure is still unreported.
+    fn remember(&self, err: PhotonError) {
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if error.is_none() {
+            *error = Some(err);
+        }
+        self.failed.store(true, Ordering::Release);
     }
 }
 

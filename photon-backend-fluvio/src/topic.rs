@@ -14,7 +14,8 @@
 //! The exact Photon topic also travels in every record and is checked on read.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use fluvio::metadata::topic::TopicSpec;
@@ -53,57 +54,65 @@ pub(crate) fn is_valid_prefix(prefix: &str) -> bool {
     prefix.len() <= MAX_PREFIX_LEN && is_fluvio_name(prefix) && !prefix.contains("--")
 }
 
-/// `.`/`_` become `-`, runs of `-` collapse, cut to `max` characters, no trailing `-`.
-fn stem(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
+/// Appends the stem of `text` to `out`: `.`/`_` become `-`, runs of `-` collapse, at most
+/// `max` characters, no leading or trailing `-`.
+fn push_stem(out: &mut String, text: &str, max: usize) {
+    let start = out.len();
     for c in text.chars() {
         let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
             c
         } else {
             '-'
         };
-        if c == '-' && (out.is_empty() || out.ends_with('-')) {
+        if c == '-' && (out.len() == start || out.ends_with('-')) {
             continue;
         }
-        if out.len() == max {
+        if out.len() - start == max {
             break;
         }
         out.push(c);
     }
-    while out.ends_with('-') {
+    while out.len() > start && out.ends_with('-') {
         out.pop();
     }
-    out
 }
 
-/// A collision-free Fluvio name part for `text`, fitting in `budget` characters.
-fn name_part(text: &str, budget: usize) -> String {
+/// Appends a collision-free Fluvio name part for `text` to `out`, in `budget` characters.
+fn push_name_part(out: &mut String, text: &str, budget: usize) {
     let lossless = is_fluvio_name(text)
         && !text.contains("--")
         && !text.starts_with("s-")
         && !text.starts_with("checkpoints")
         && text.len() <= budget;
     if lossless {
-        return text.to_owned();
+        out.push_str(text);
+        return;
     }
-    let hash = format!("{:016x}", fnv1a(text.as_bytes()));
-    let stem = stem(text, budget.saturating_sub(hash.len() + 2));
-    if stem.is_empty() {
-        format!("x--{hash}")
-    } else {
-        format!("{stem}--{hash}")
+    let start = out.len();
+    push_stem(out, text, budget.saturating_sub(HASH_DIGITS + 2));
+    if out.len() == start {
+        out.push('x');
     }
+    // Writing to a String cannot fail.
+    let _ = write!(out, "--{:016x}", fnv1a(text.as_bytes()));
 }
 
+/// Hex digits of the hash that makes a lossy name part unique.
+const HASH_DIGITS: usize = 16;
+
 /// The Fluvio topic holding `shard` of the Photon `topic`.
+///
+/// Built in one buffer: it is computed on every publish.
 pub fn fluvio_topic_name(prefix: &str, topic: &str, shard: u32, shards: u32) -> String {
-    let head = if shards > 1 {
-        format!("{prefix}-s-{shard}-")
-    } else {
-        format!("{prefix}-")
-    };
-    let part = name_part(topic, MAX_FLUVIO_NAME - head.len());
-    format!("{head}{part}")
+    let mut name = String::with_capacity(MAX_FLUVIO_NAME);
+    name.push_str(prefix);
+    name.push('-');
+    if shards > 1 {
+        let _ = write!(name, "s-{shard}-");
+    }
+    let budget = MAX_FLUVIO_NAME - name.len();
+    push_name_part(&mut name, topic, budget);
+    name
 }
 
 /// The Fluvio topic of checkpoint commits: `{prefix}-checkpoints`.
@@ -130,9 +139,7 @@ pub fn snapshot_topic_name(prefix: &str) -> String {
 /// ```
 pub fn durable_consumer_name(subscription: &str, topic: &str, key: Option<&str>) -> String {
     let identity = format!("{subscription}\u{0}{topic}\u{0}{}", key.unwrap_or("\u{1}"));
-    let hash = format!("{:016x}", fnv1a(identity.as_bytes()));
-    let stem = stem(subscription, MAX_FLUVIO_NAME - 2 - hash.len() - 2);
-    format!("d-{stem}--{hash}")
+    hashed_id("d", subscription, &identity)
 }
 
 /// Stable group id alias (NATS deliver-subject analogue).
@@ -147,58 +154,109 @@ pub fn durable_consumer_name(subscription: &str, topic: &str, key: Option<&str>)
 /// ```
 pub fn consumer_group_for(group: &str, topic: &str) -> String {
     let identity = format!("{group}\u{0}{topic}");
-    let hash = format!("{:016x}", fnv1a(identity.as_bytes()));
-    let stem = stem(group, MAX_FLUVIO_NAME - 2 - hash.len() - 2);
-    format!("g-{stem}--{hash}")
+    hashed_id("g", group, &identity)
+}
+
+/// `{tag}-{stem of readable}--{hash of identity}`, at most [`MAX_FLUVIO_NAME`] characters.
+fn hashed_id(tag: &str, readable: &str, identity: &str) -> String {
+    let mut id = String::with_capacity(MAX_FLUVIO_NAME);
+    id.push_str(tag);
+    id.push('-');
+    let max = MAX_FLUVIO_NAME - id.len() - HASH_DIGITS - 2;
+    push_stem(&mut id, readable, max);
+    let _ = write!(id, "--{:016x}", fnv1a(identity.as_bytes()));
+    id
+}
+
+/// An open producer, and the client it was opened with (the one to replace when it fails).
+pub(crate) struct OpenProducer {
+    pub(crate) producer: TopicProducerPool,
+    pub(crate) client: Arc<Fluvio>,
 }
 
 /// Topics this port has made sure exist, and the producers opened on them.
 #[derive(Default)]
 pub(crate) struct Topics {
-    ready: Mutex<HashMap<String, Arc<OnceCell<TopicProducerPool>>>>,
+    /// Open producers by Fluvio topic. Every append looks here: one read lock, one clone.
+    ready: RwLock<HashMap<String, Arc<OpenProducer>>>,
+    /// Producers being opened, so that concurrent first appends open only one.
+    opening: Mutex<HashMap<String, Arc<OnceCell<Arc<OpenProducer>>>>>,
 }
 
 impl Topics {
-    /// The producer of a Fluvio topic, creating the topic first when it is missing.
+    /// The producer of a Fluvio topic, creating the topic first when it is missing;
+    /// `client` is asked for only then.
     ///
     /// # Errors
     /// [`PhotonError::Unavailable`] when the cluster cannot create or show the topic.
     pub(crate) async fn producer(
         &self,
-        fluvio: &Fluvio,
+        client: impl FnOnce() -> Arc<Fluvio>,
         config: &FluvioConfig,
         name: &str,
-    ) -> Result<TopicProducerPool> {
-        let cell = {
-            // Only map lookups happen under this lock.
-            let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-            match ready.get(name) {
-                Some(cell) => cell.clone(),
-                None => ready.entry(name.to_owned()).or_default().clone(),
-            }
-        };
-        if let Some(producer) = cell.get() {
-            return Ok(producer.clone());
+    ) -> Result<Arc<OpenProducer>> {
+        // Only map lookups and inserts happen under these locks.
+        if let Some(open) = self
+            .ready
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+        {
+            return Ok(open.clone());
         }
-        let producer = cell
+        let cell = self
+            .opening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(name.to_owned())
+            .or_default()
+            .clone();
+        let client = client();
+        let open = cell
             .get_or_try_init(|| async {
-                ensure_topic(fluvio, config, name).await?;
-                crate::publish::open_producer(fluvio, config, name).await
+                ensure_topic(&client, config, name).await?;
+                let producer = crate::publish::open_producer(&client, config, name).await?;
+                Ok::<_, PhotonError>(Arc::new(OpenProducer {
+                    producer,
+                    client: client.clone(),
+                }))
             })
-            .await?;
-        Ok(producer.clone())
+            .await?
+            .clone();
+        let mut opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
+        // Cached only while still wanted: a `forget` or `clear` meanwhile drops the cell.
+        if opening
+            .get(name)
+            .is_some_and(|current| Arc::ptr_eq(current, &cell))
+        {
+            opening.remove(name);
+            self.ready
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name.to_owned(), open.clone());
+        }
+        Ok(open)
     }
 
     /// Drops every producer (after a reconnect): the next use opens a fresh one, as a
     /// producer whose connection broke does not always recover by itself.
     pub(crate) fn clear(&self) {
-        self.ready.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let mut opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
+        opening.clear();
+        self.ready
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// Drops the producer of one topic (see [`Topics::clear`]).
     pub(crate) fn forget(&self, name: &str) {
-        let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-        ready.remove(name);
+        let mut opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
+        opening.remove(name);
+        self.ready
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
     }
 }
 
@@ -279,6 +337,40 @@ pub(crate) fn unavailable(message: String, err: impl std::fmt::Display) -> Photo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_stay_the_ones_existing_clusters_hold() {
+        // Topics and consumer offsets already stored on clusters carry these names.
+        let pinned = [
+            (
+                fluvio_topic_name("photon", "bench.publish0", 0, 1),
+                "photon-bench-publish0--a26306ce3823c978",
+            ),
+            (
+                fluvio_topic_name("photon", "orders.created_v2", 3, 4),
+                "photon-s-3-orders-created-v2--d7747d3074bccd33",
+            ),
+            (
+                fluvio_topic_name("photon", "._.", 0, 1),
+                "photon-x--f8e5bc17ed2f328c",
+            ),
+            (
+                fluvio_topic_name("photon", &format!("{}.b", "a".repeat(100)), 0, 1),
+                "photon-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa--b985016300b524f5",
+            ),
+            (
+                durable_consumer_name("billing", "orders.created", Some("eu")),
+                "d-billing--b502a2a39f4d10ff",
+            ),
+            (
+                consumer_group_for("Mailers.EU", "orders"),
+                "g-ailers--70f988964b460f63",
+            ),
+        ];
+        for (name, expected) in pinned {
+            assert_eq!(name, expected);
+        }
+    }
 
     #[test]
     fn plain_names_stay_readable() {
