@@ -280,7 +280,7 @@ mod tests {
                 topic,
                 key,
                 json!({"u": 1}),
-                json!({"secret": "s3"}),
+                json!({"secret": "s3-plaintext-marker"}),
             )
             .unwrap();
         let draft = RecordDraft {
@@ -307,10 +307,16 @@ mod tests {
             .unwrap();
         let sealed = record(&crypto, "e1", "t", Some("k"));
         let text = serde_json::to_string(&sealed).unwrap();
-        assert!(!text.contains("s3"), "plaintext leaked: {text}");
+        // A marker long enough that random base64 ciphertext cannot contain it by chance
+        // (a two-letter one did, about one run in fifty).
+        assert!(
+            !text.contains("plaintext-marker"),
+            "plaintext leaked: {text}"
+        );
+        assert!(!text.contains("secret"), "plaintext leaked: {text}");
         assert_eq!(
             crypto.open(&sealed).unwrap(),
-            (json!({"u": 1}), json!({"secret": "s3"}))
+            (json!({"u": 1}), json!({"secret": "s3-plaintext-marker"}))
         );
     }
 
