@@ -147,7 +147,7 @@ pub(crate) async fn open_producer(
 impl FluvioStoragePort {
     /// Appends a draft to its shard topic.
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
-        self.take_failed_send()?;
+        self.inner.failed_send.take()?;
         let inner = &self.inner;
         let shards = inner.config.topic_shards;
         let shard = shard_for_key(draft.topic_key.as_deref(), shards);
@@ -173,7 +173,7 @@ impl FluvioStoragePort {
             tokio::spawn(async move {
                 if let Err(err) = port.inner.acks.acked(output, &name).await {
                     port.drop_producer(&open, &name).await;
-                    port.remember_failed_send(err);
+                    port.inner.failed_send.remember(err);
                 }
                 drop(permit);
             });
@@ -241,15 +241,7 @@ impl FluvioStoragePort {
             .await
             .map_err(|_| PhotonError::Closed("fluvio port".into()))?;
         drop(permits);
-        self.take_failed_send()
-    }
-
-    fn take_failed_send(&self) -> Result<()> {
         self.inner.failed_send.take()
-    }
-
-    fn remember_failed_send(&self, err: PhotonError) {
-        self.inner.failed_send.remember(err);
     }
 }
 

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use photon_backend_fluvio::{fluvio_endpoint_from_env, FluvioStoragePortBuilder};
 use photon_core::{PhotonError, Result};
 
-use super::{compare, measurements, PhotonSide, RawClient};
+use super::{compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -97,11 +97,7 @@ impl RawClient for RawSide {
         for _ in 0..options.events {
             next_value(&mut stream).await?;
         }
-        let elapsed = started.elapsed();
-        publishing
-            .await
-            .map_err(|e| raw_error("publisher task", e))??;
-        Ok(per_second(options.events, elapsed))
+        raw_end_to_end_rate(publishing, options.events, started.elapsed()).await
     }
 
     async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {

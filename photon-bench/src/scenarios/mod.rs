@@ -113,6 +113,22 @@ where
     Ok((median(photon_rates), median(raw_rates)))
 }
 
+/// Ends a raw end-to-end window: waits for its publishing task, then gives the rate of
+/// `events` read in `elapsed`.
+///
+/// # Errors
+/// The publishing task's error, or its panic.
+pub(crate) async fn raw_end_to_end_rate(
+    publishing: tokio::task::JoinHandle<Result<()>>,
+    events: usize,
+    elapsed: std::time::Duration,
+) -> Result<f64> {
+    publishing.await.map_err(|e| {
+        photon_core::PhotonError::InvalidInput(format!("raw publisher task: {e}"))
+    })??;
+    Ok(crate::measure::per_second(events, elapsed))
+}
+
 /// A raw client doing the same work as Photon's side.
 pub(crate) trait RawClient {
     /// Acknowledged publishes per second; each `round` on its own topic.

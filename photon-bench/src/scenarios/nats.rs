@@ -15,7 +15,7 @@ use futures::StreamExt;
 use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
 use photon_core::{PhotonError, Result};
 
-use super::{compare, measurements, PhotonSide, RawClient};
+use super::{compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -82,11 +82,7 @@ impl RawClient for RawSide {
             let _: serde_json::Value =
                 serde_json::from_slice(&message.payload).map_err(|e| raw_error("decode", e))?;
         }
-        let elapsed = started.elapsed();
-        publishing
-            .await
-            .map_err(|e| raw_error("publisher task", e))??;
-        Ok(per_second(options.events, elapsed))
+        raw_end_to_end_rate(publishing, options.events, started.elapsed()).await
     }
 
     async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
