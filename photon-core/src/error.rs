@@ -149,6 +149,35 @@ pub enum PhotonError {
         #[source]
         source: serde_json::Error,
     },
+    /// A stored record could not be decoded. The stream that returned it continues; the
+    /// error keeps the record's position and its stored bytes, so that a consumer can
+    /// dead-letter it and move its checkpoint past it instead of losing it.
+    #[error("cannot decode the record at seq {seq} of topic {topic:?} ({event_id}): {reason}")]
+    Undecodable {
+        /// Topic of the record.
+        topic: String,
+        /// Its stable event id, as the port names it.
+        event_id: String,
+        /// Its position in its partition.
+        seq: i64,
+        /// Its partition key when the port could still read it.
+        key: Option<String>,
+        /// The bytes as stored.
+        stored: Vec<u8>,
+        /// Why decoding failed.
+        reason: String,
+    },
+    /// Storage no longer holds events a subscription still needed (removed by retention or
+    /// truncation): the seqs `from..to` of `topic` are gone. The stream continues at `to`.
+    #[error("events {from}..{to} of topic {topic:?} are no longer stored (retention or truncation removed them)")]
+    Gap {
+        /// Topic of the subscription.
+        topic: String,
+        /// First missing seq.
+        from: i64,
+        /// First seq stored after the gap.
+        to: i64,
+    },
     /// A user handler failed.
     #[error("handler failed: {message}")]
     Handler {
