@@ -4,9 +4,11 @@
 //! `max_pending` acknowledgements, whichever comes first); those events are delivered again
 //! after a restart. Nothing is ever skipped: only acknowledged seqs are committed.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::error::Result;
 use crate::port::{CheckpointKey, StoragePort};
@@ -48,14 +50,41 @@ struct Lanes {
 
 /// Coalesces the acknowledgements of one checkpoint.
 ///
-/// Committed values never regress. Dropping the last handle commits what is pending (in a
-/// background task of the current tokio runtime); call [`CheckpointCommitter::flush`] to wait
-/// for it.
+/// Committed values never regress. Commits are made one at a time, so that
+/// [`CheckpointCommitter::flush`] returns only once every acknowledgement made before it,
+/// including those a periodic commit already took, is stored.
+///
+/// Dropping the last handle commits what is pending in a background task of the current
+/// tokio runtime. That commit is visible to this process: opening the same checkpoint
+/// again ([`crate::EventStore::records_after_checkpoint`]) waits for it first, and
+/// [`CheckpointCommitter::all_settled`] waits for every one of them.
 pub struct CheckpointCommitter {
     port: Arc<dyn StoragePort>,
     key: CheckpointKey,
     policy: FlushPolicy,
     lanes: Mutex<Lanes>,
+    /// Held across a commit: a flush waits for the commit in flight.
+    committing: tokio::sync::Mutex<()>,
+}
+
+/// Final commits of dropped committers still running, per checkpoint. Each is a receiver
+/// whose sender the commit task holds until the commit ended.
+static FINAL_COMMITS: LazyLock<Mutex<HashMap<CheckpointKey, Vec<watch::Receiver<()>>>>> =
+    LazyLock::new(Mutex::default);
+
+fn final_commits(
+) -> std::sync::MutexGuard<'static, HashMap<CheckpointKey, Vec<watch::Receiver<()>>>> {
+    // Only receivers are pushed and removed under this lock.
+    FINAL_COMMITS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn wait_all(receivers: Vec<watch::Receiver<()>>) {
+    for mut receiver in receivers {
+        // Err means the commit task ended (its sender is gone): what we wait for.
+        while receiver.changed().await.is_ok() {}
+    }
 }
 
 impl std::fmt::Debug for CheckpointCommitter {
@@ -75,6 +104,7 @@ impl CheckpointCommitter {
             key,
             policy,
             lanes: Mutex::new(Lanes::default()),
+            committing: tokio::sync::Mutex::new(()),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(flush_periodically(
@@ -123,11 +153,26 @@ impl CheckpointCommitter {
         all
     }
 
-    /// Commits everything acknowledged so far.
+    /// Waits until the final commits of dropped committers of `key` (in this process) have
+    /// ended, so that loading the checkpoint sees them.
+    pub async fn settled(key: &CheckpointKey) {
+        let receivers = final_commits().get(key).cloned().unwrap_or_default();
+        wait_all(receivers).await;
+    }
+
+    /// Waits until the final commits of every dropped committer (in this process) have
+    /// ended.
+    pub async fn all_settled() {
+        let receivers: Vec<_> = final_commits().values().flatten().cloned().collect();
+        wait_all(receivers).await;
+    }
+
+    /// Commits everything acknowledged so far, after any commit in flight has ended.
     ///
     /// # Errors
     /// The port's commit error; what failed stays pending.
     pub async fn flush(&self) -> Result<()> {
+        let _turn = self.committing.lock().await;
         let batch = {
             let mut lanes = self.lock();
             lanes.since_flush = 0;
@@ -167,10 +212,25 @@ impl Drop for CheckpointCommitter {
         };
         let port = self.port.clone();
         let key = self.key.clone();
+        let (done, receiver) = watch::channel(());
+        {
+            let mut registry = final_commits();
+            let running = registry.entry(key.clone()).or_default();
+            running.retain(|receiver| receiver.has_changed().is_ok());
+            running.push(receiver);
+        }
         runtime.spawn(async move {
             for seq in pending.into_values() {
                 if let Err(err) = port.commit_checkpoint(&key, seq).await {
                     tracing::warn!(checkpoint = ?key, %err, "final checkpoint commit failed");
+                }
+            }
+            drop(done);
+            let mut registry = final_commits();
+            if let Some(running) = registry.get_mut(&key) {
+                running.retain(|receiver| receiver.has_changed().is_ok());
+                if running.is_empty() {
+                    registry.remove(&key);
                 }
             }
         });

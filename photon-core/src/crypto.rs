@@ -192,6 +192,7 @@ impl TransportCrypto {
         let fail = |reason| PhotonError::Crypto {
             event_id: record.event_id.clone(),
             topic: record.topic_name.clone(),
+            seq: record.seq,
             reason,
         };
         match &record.body {

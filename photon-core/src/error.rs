@@ -119,13 +119,17 @@ pub enum PhotonError {
         #[source]
         source: Option<BoxError>,
     },
-    /// An event could not be opened. The stream that returned it continues.
-    #[error("cannot open event {event_id} on topic {topic:?}: {reason}")]
+    /// An event could not be opened. The stream that returned it continues; the error keeps
+    /// the record's position, so that a durable consumer can acknowledge or dead-letter it
+    /// (see [`PhotonError::position`]).
+    #[error("cannot open event {event_id} (seq {seq}) on topic {topic:?}: {reason}")]
     Crypto {
         /// Id of the refused event.
         event_id: String,
         /// Its topic.
         topic: String,
+        /// Its position in its partition.
+        seq: i64,
         /// Why.
         reason: CryptoFailure,
     },
@@ -245,6 +249,37 @@ impl PhotonError {
         Self::Codec {
             context: context.into(),
             source,
+        }
+    }
+
+    /// The error item of a stored record that could not be decoded.
+    pub fn undecodable(
+        topic: impl Into<String>,
+        event_id: impl Into<String>,
+        seq: i64,
+        key: Option<String>,
+        stored: impl Into<Vec<u8>>,
+        reason: impl std::fmt::Display,
+    ) -> Self {
+        Self::Undecodable {
+            topic: topic.into(),
+            event_id: event_id.into(),
+            seq,
+            key,
+            stored: stored.into(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The topic and seq of the stored record an error item stands for, when it stands for
+    /// one ([`PhotonError::Crypto`] and [`PhotonError::Undecodable`]): the stream holds a
+    /// record there that a durable consumer must acknowledge or dead-letter to move past.
+    pub fn position(&self) -> Option<(&str, i64)> {
+        match self {
+            Self::Crypto { topic, seq, .. } | Self::Undecodable { topic, seq, .. } => {
+                Some((topic.as_str(), *seq))
+            }
+            _ => None,
         }
     }
 

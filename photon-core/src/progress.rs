@@ -57,6 +57,13 @@ impl Progress {
         ready
     }
 
+    /// Whether `seq` was received on `lane` and is not finished yet.
+    pub fn is_pending(&self, lane: u32, seq: i64) -> bool {
+        self.lock()
+            .get(&lane)
+            .is_some_and(|slots| slots.iter().any(|slot| slot.seq == seq && !slot.finished))
+    }
+
     /// Events received and not yet acknowledgeable (running, queued, or finished behind an
     /// unfinished one).
     pub fn outstanding(&self) -> usize {

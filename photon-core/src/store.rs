@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
+use crate::checkpoint::CheckpointCommitter;
 use crate::crypto::TransportCrypto;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Body, Event, Record, RecordDraft};
@@ -230,6 +231,8 @@ impl EventStore {
         }
         let store = self.clone();
         let opening = async move {
+            // A committer of this checkpoint dropped just before may still be storing it.
+            CheckpointCommitter::settled(&checkpoint).await;
             let start = match store.port.load_checkpoint(&checkpoint).await? {
                 Some(seq) => StartAt::AfterSeq(seq),
                 None if policy == StartPolicy::Tail => StartAt::Tail,

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
+use crate::executor::shutdown::StopSwitch;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
 use crate::subscription::DurableSubscription;
 
@@ -25,6 +26,8 @@ struct Inner {
     committers: Mutex<Vec<Weak<CheckpointCommitter>>>,
     executor_config: ExecutorConfig,
     executors: Mutex<Vec<Arc<ExecutorShared>>>,
+    /// Ends the durable subscriptions of this instance on shutdown.
+    durable_stop: StopSwitch,
 }
 
 impl std::fmt::Debug for Photon {
@@ -57,6 +60,7 @@ impl Photon {
                 committers: Mutex::new(Vec::new()),
                 executor_config,
                 executors: Mutex::new(Vec::new()),
+                durable_stop: StopSwitch::new(),
             }),
         }
     }
@@ -94,7 +98,9 @@ impl Photon {
     }
 
     /// Opens the durable subscription `name` on a topic (or one key): it starts after the
-    /// stored checkpoint, or from the oldest event when there is none.
+    /// stored checkpoint, or from the oldest event when there is none. The checkpoint is
+    /// loaded once the final commits of subscriptions of the same name dropped before (in
+    /// this process) are stored. After [`Photon::shutdown`] the stream ends at once.
     pub fn durable(&self, name: &str, topic: &str, key: Option<&str>) -> DurableSubscription {
         self.durable_with_policy(name, topic, key, StartPolicy::Beginning)
     }
@@ -109,8 +115,15 @@ impl Photon {
     ) -> DurableSubscription {
         let checkpoint = CheckpointKey::new(name, topic, key);
         let committer = self.committer(checkpoint.clone());
-        let stream = self.store().subscribe_after_checkpoint(checkpoint, policy);
-        DurableSubscription::new(stream, committer)
+        let dead_letter_topic = self.executor_config().dead_letter_topic(topic);
+        let records = self.store().records_after_checkpoint(checkpoint, policy);
+        DurableSubscription::new(
+            records,
+            self.store().clone(),
+            committer,
+            dead_letter_topic,
+            self.inner.durable_stop.signal(),
+        )
     }
 
     /// A checkpoint committer registered for flushing on [`Photon::shutdown`].
@@ -226,8 +239,11 @@ impl Photon {
     }
 
     /// Stops the executors started on this instance (in-flight handlers finish, bounded by
-    /// the shutdown timeout), then commits every pending checkpoint of this instance's
-    /// durable subscriptions and waits for the port to store accepted appends.
+    /// the shutdown timeout), ends this instance's durable subscription streams (they
+    /// return `None`), commits every pending checkpoint of its durable subscriptions (those
+    /// still open and those dropped whose final commit is still running), and waits for
+    /// the port to store accepted appends. Every acknowledgement made before it is stored
+    /// when it returns `Ok`.
     ///
     /// # Errors
     /// The first commit or flush error; the other checkpoints are still flushed.
@@ -238,6 +254,7 @@ impl Photon {
                 first_error.get_or_insert(err);
             }
         }
+        self.inner.durable_stop.stop();
         let committers: Vec<_> = {
             let committers = self
                 .inner
@@ -251,6 +268,7 @@ impl Photon {
                 first_error.get_or_insert(err);
             }
         }
+        CheckpointCommitter::all_settled().await;
         if let Err(err) = self.store().port().flush().await {
             first_error.get_or_insert(err);
         }

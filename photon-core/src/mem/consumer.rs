@@ -6,6 +6,7 @@ use futures::stream;
 use tokio::sync::watch;
 
 use super::port::MemStoragePort;
+use crate::error::{PhotonError, Result};
 use crate::event::Record;
 use crate::port::{RecordStream, StartAt, SubscribeRequest};
 
@@ -16,7 +17,7 @@ struct Cursor {
     topic: String,
     key: Option<String>,
     after: i64,
-    buffer: VecDeque<Record>,
+    buffer: VecDeque<Result<Record>>,
     head: watch::Receiver<i64>,
 }
 
@@ -42,13 +43,13 @@ impl MemStoragePort {
         };
         Box::pin(stream::unfold(cursor, |mut cursor| async move {
             let record = cursor.next().await?;
-            Some((Ok(record), cursor))
+            Some((record, cursor))
         }))
     }
 }
 
 impl Cursor {
-    async fn next(&mut self) -> Option<Record> {
+    async fn next(&mut self) -> Option<Result<Record>> {
         loop {
             if let Some(record) = self.buffer.pop_front() {
                 return Some(record);
@@ -63,16 +64,36 @@ impl Cursor {
     }
 
     fn fill(&mut self) {
-        let records = {
+        let (records, undecodable) = {
             let state = self.port.shared.lock();
             let Some(log) = state.topic(&self.topic) else {
                 return;
             };
             let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
             self.after = scanned;
-            records
+            let undecodable: Vec<_> = records
+                .iter()
+                .filter_map(|r| {
+                    log.undecodable
+                        .get(&r.seq)
+                        .map(|bytes| (r.seq, bytes.clone()))
+                })
+                .collect();
+            (records, undecodable)
         };
         // Deep copies are made outside the lock so that publishers are not held up.
-        self.buffer.extend(records.iter().map(|r| Record::clone(r)));
+        self.buffer.extend(records.iter().map(|r| {
+            match undecodable.iter().find(|(seq, _)| *seq == r.seq) {
+                Some((_, stored)) => Err(PhotonError::undecodable(
+                    &r.topic_name,
+                    &r.event_id,
+                    r.seq,
+                    r.topic_key.clone(),
+                    stored.clone(),
+                    "not a Photon record",
+                )),
+                None => Ok(Record::clone(r)),
+            }
+        }));
     }
 }

@@ -19,6 +19,31 @@ impl MemStoragePort {
         Appended { event_id, seq }
     }
 
+    /// Appends a record whose stored form is `stored`, which subscriptions cannot decode:
+    /// they yield [`crate::PhotonError::Undecodable`] for it, as a durable port does for a
+    /// corrupted record. For tests of consumers; the mem port never stores bytes otherwise.
+    pub fn append_undecodable(&self, topic: &str, key: Option<&str>, stored: &[u8]) -> Appended {
+        let draft = RecordDraft {
+            envelope_id: String::new(),
+            topic_name: topic.to_owned(),
+            topic_key: key.map(str::to_owned),
+            created_at: chrono::Utc::now(),
+            body: crate::event::Body::Plain {
+                actor: serde_json::Value::Null,
+                payload: serde_json::Value::Null,
+            },
+        };
+        let mut state = self.shared.lock();
+        let (number, log) = state.topic_mut(topic);
+        let seq = log.last_seq() + 1;
+        let event_id = event_id(number, seq);
+        log.records
+            .push_back(Arc::new(Record::from_draft(draft, event_id.clone(), seq)));
+        log.undecodable.insert(seq, stored.to_vec());
+        log.head.send_replace(seq);
+        Appended { event_id, seq }
+    }
+
     /// The record with this id, if stored.
     pub(super) fn find(&self, event_id: &str) -> Option<Record> {
         let (number, seq) = parse_event_id(event_id)?;

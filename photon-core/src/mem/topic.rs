@@ -15,6 +15,9 @@ pub(super) struct TopicLog {
     pub(super) first_seq: i64,
     /// Last appended seq, watched by live subscribers.
     pub(super) head: watch::Sender<i64>,
+    /// Records stored as bytes that do not decode (see
+    /// [`super::MemStoragePort::append_undecodable`]), by seq.
+    pub(super) undecodable: HashMap<i64, Vec<u8>>,
 }
 
 impl TopicLog {
@@ -23,6 +26,7 @@ impl TopicLog {
             records: VecDeque::new(),
             first_seq: 1,
             head: watch::channel(0).0,
+            undecodable: HashMap::new(),
         }
     }
 

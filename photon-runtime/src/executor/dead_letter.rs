@@ -1,11 +1,22 @@
-//! Dead letters: events whose handler failed for good, and stored records that cannot be
-//! opened (no key of the ring opens them), are stored on the dead-letter topic
-//! (`<topic>.dlq` by default) through the same port, listed and re-published.
+//! Dead letters: events whose handler failed for good, stored records that cannot be
+//! opened (no key of the ring opens them) and stored records that cannot be decoded are
+//! stored on the dead-letter topic (`<topic>.dlq` by default) through the same port, listed
+//! and re-published.
+//!
+//! # Layout
+//! A dead letter is one event on the dead-letter topic: its payload is the original payload
+//! as it was (never nested deeper, so whatever passed the publish limits still does), and
+//! its actor is the rest of the [`DeadLetter`]. When even that cannot be stored (the letter's
+//! metadata pushes it over the port's size or depth limit), the letter is stored without
+//! the original actor and payload: [`DeadEvent::omitted`] says why, and the original event
+//! stays where it is (topic, seq and event id are kept) until retention removes it.
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use photon_core::{Appended, Body, Event, EventStore, PhotonError, Record, Result, Unopened};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::config::RetryPolicy;
 use super::retry;
@@ -14,6 +25,9 @@ use crate::photon::Photon;
 
 /// Records listed per page when reading a dead-letter topic.
 const PAGE: usize = 1000;
+
+/// Longest error text kept in a letter that left its original out.
+const MAX_REFERENCE_ERROR: usize = 4096;
 
 /// The event a handler gave up on, as stored in its dead letter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,16 +40,25 @@ pub struct DeadEvent {
     pub key: Option<String>,
     /// Its seq.
     pub seq: i64,
-    /// Its actor (`null` when it could not be opened).
+    /// Its actor (`null` when it could not be opened or decoded, or was omitted).
     pub actor: Value,
-    /// Its payload (`null` when it could not be opened).
+    /// Its payload (`null` when it could not be opened or decoded, or was omitted).
     pub payload: Value,
-    /// When it was published.
+    /// When it was published (when the record could not be decoded: when it was
+    /// dead-lettered).
     pub created_at: DateTime<Utc>,
     /// The body as stored, when the event could not be opened: kept so that it can be
     /// opened once the key that sealed it is in the ring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored: Option<StoredBody>,
+    /// The record's stored bytes, when the port could not decode them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecodable: Option<UndecodableRecord>,
+    /// Set when the original actor and payload (or stored form) were left out because the
+    /// letter holding them could not be stored: why. The original stays at `seq` of
+    /// `topic` until retention removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<String>,
 }
 
 /// The stored body of an event that could not be opened, with what its seal is bound to.
@@ -47,9 +70,43 @@ pub struct StoredBody {
     pub body: Body,
 }
 
+/// A stored record its port could not decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndecodableRecord {
+    /// The bytes as stored, in standard base64.
+    pub stored_base64: String,
+    /// Why decoding failed.
+    pub reason: String,
+}
+
+impl UndecodableRecord {
+    /// The bytes as stored.
+    ///
+    /// # Errors
+    /// [`PhotonError::InvalidInput`] when `stored_base64` is not base64 (a letter edited by
+    /// hand).
+    pub fn stored(&self) -> Result<Vec<u8>> {
+        BASE64.decode(&self.stored_base64).map_err(|err| {
+            PhotonError::InvalidInput(format!("stored bytes of a dead letter: {err}"))
+        })
+    }
+}
+
 impl DeadEvent {
     /// Actor and payload: as recorded, or opened from the stored body with `store`'s ring.
     fn open(&self, store: &EventStore) -> Result<(Value, Value)> {
+        if let Some(omitted) = &self.omitted {
+            return Err(PhotonError::InvalidInput(format!(
+                "dead letter of event {} holds no actor and payload ({omitted})",
+                self.event_id
+            )));
+        }
+        if let Some(undecodable) = &self.undecodable {
+            return Err(PhotonError::InvalidInput(format!(
+                "dead letter of event {} holds a record that could not be decoded ({})",
+                self.event_id, undecodable.reason
+            )));
+        }
         let Some(stored) = &self.stored else {
             return Ok((self.actor.clone(), self.payload.clone()));
         };
@@ -112,6 +169,8 @@ impl DeadLetter {
                 payload: event.payload.clone(),
                 created_at: event.created_at,
                 stored: None,
+                undecodable: None,
+                omitted: None,
             },
         }
     }
@@ -138,59 +197,168 @@ impl DeadLetter {
                     envelope_id: record.envelope_id.clone(),
                     body: record.body.clone(),
                 }),
+                undecodable: None,
+                omitted: None,
             },
         }
     }
 
+    /// The dead letter of a record its port could not decode; `None` when `error` is not
+    /// [`PhotonError::Undecodable`].
+    pub(crate) fn undecodable(
+        subscription: &str,
+        handler: &str,
+        error: &PhotonError,
+    ) -> Option<Self> {
+        let PhotonError::Undecodable {
+            topic,
+            event_id,
+            seq,
+            key,
+            stored,
+            reason,
+        } = error
+        else {
+            return None;
+        };
+        let now = Utc::now();
+        Some(Self {
+            dead_letter_id: String::new(),
+            subscription: subscription.to_owned(),
+            handler: handler.to_owned(),
+            error: error.to_string(),
+            attempts: 0,
+            failed_at: now,
+            original: DeadEvent {
+                event_id: event_id.clone(),
+                topic: topic.clone(),
+                key: key.clone(),
+                seq: *seq,
+                actor: Value::Null,
+                payload: Value::Null,
+                created_at: now,
+                stored: None,
+                undecodable: Some(UndecodableRecord {
+                    stored_base64: BASE64.encode(stored),
+                    reason: reason.clone(),
+                }),
+                omitted: None,
+            },
+        })
+    }
+
+    /// The letter without its original's actor, payload and stored form, saying why.
+    fn reference(&self, why: &PhotonError) -> Self {
+        let mut letter = self.clone();
+        if letter.error.len() > MAX_REFERENCE_ERROR {
+            let mut cut = MAX_REFERENCE_ERROR;
+            while !letter.error.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            letter.error.truncate(cut);
+            letter.error.push_str("...");
+        }
+        let original = &mut letter.original;
+        original.actor = Value::Null;
+        original.payload = Value::Null;
+        original.stored = None;
+        original.undecodable = None;
+        original.omitted = Some(format!(
+            "the letter with the original could not be stored ({why}); the original stays at seq {} of topic {:?} (event {})",
+            original.seq, original.topic, original.event_id
+        ));
+        letter
+    }
+
+    /// The actor and payload of the dead-letter event: the letter without the original
+    /// payload, and the original payload as it was.
+    fn to_stored(&self) -> Result<(Value, Value)> {
+        let mut head = self.clone();
+        let payload = std::mem::take(&mut head.original.payload);
+        let mut actor =
+            serde_json::to_value(&head).map_err(|err| PhotonError::codec("dead letter", err))?;
+        if let Value::Object(fields) = &mut actor {
+            fields.remove("dead_letter_id");
+        }
+        Ok((actor, payload))
+    }
+
     fn from_event(event: Event) -> Result<Self> {
-        let mut letter: Self = serde_json::from_value(event.payload).map_err(|err| {
-            PhotonError::codec(
-                format!("dead letter {} on {:?}", event.event_id, event.topic_name),
-                err,
-            )
-        })?;
+        let context = || format!("dead letter {} on {:?}", event.event_id, event.topic_name);
+        // Letters stored before the current layout hold everything in the payload, and an
+        // actor naming only the executor.
+        let current = event.actor.get("original").is_some();
+        let mut letter: Self = if current {
+            let mut letter: Self = serde_json::from_value(event.actor)
+                .map_err(|err| PhotonError::codec(context(), err))?;
+            letter.original.payload = event.payload;
+            letter
+        } else {
+            serde_json::from_value(event.payload)
+                .map_err(|err| PhotonError::codec(context(), err))?
+        };
         letter.dead_letter_id = event.event_id;
         Ok(letter)
     }
 }
 
-/// Stores a dead letter on `dlq_topic`, retrying storage errors with the handler's backoff
-/// until it is stored or shutdown is requested. Returns whether it was stored.
+/// How storing a dead letter ended.
+#[derive(Debug)]
+pub(crate) enum Stored {
+    /// Stored with its original.
+    Whole,
+    /// Stored without the original's actor and payload (see [`DeadEvent::omitted`]).
+    Reference,
+    /// Shutdown came while retrying an unavailable port: nothing stored.
+    Abandoned,
+    /// The port refused even the letter without its original, with an error retrying
+    /// cannot fix.
+    Refused(PhotonError),
+}
+
+/// Stores a dead letter on `dlq_topic`. A letter the port refuses for good is stored
+/// again without its original; errors that retrying may fix (an unavailable port) are
+/// retried with the handler's backoff while `retry` is given and until it signals stop,
+/// and returned at once otherwise.
 pub(crate) async fn store_dead_letter(
     store: &EventStore,
     dlq_topic: &str,
     letter: &DeadLetter,
-    policy: &RetryPolicy,
-    stop: &mut StopSignal,
-) -> bool {
-    let payload = match serde_json::to_value(letter) {
-        Ok(Value::Object(mut fields)) => {
-            fields.remove("dead_letter_id");
-            Value::Object(fields)
-        }
-        Ok(other) => other,
-        Err(err) => {
-            tracing::error!(%err, "dead letter does not serialize");
-            return false;
-        }
-    };
-    let actor = json!({ "executor": letter.subscription });
-    let key = letter.original.key.as_deref();
+    mut retry: Option<(&RetryPolicy, &mut StopSignal)>,
+) -> Stored {
+    let mut current = letter.clone();
+    let mut whole = true;
     let mut attempt = 0u32;
     loop {
-        attempt = attempt.saturating_add(1);
-        match store
-            .publish(dlq_topic, key, actor.clone(), payload.clone())
-            .await
-        {
-            Ok(_) => return true,
-            Err(err) => {
-                tracing::warn!(topic = dlq_topic, %err, "storing a dead letter failed; retrying")
+        let error = match current.to_stored() {
+            Ok((actor, payload)) => match store
+                .publish(dlq_topic, current.original.key.as_deref(), actor, payload)
+                .await
+            {
+                Ok(_) if whole => return Stored::Whole,
+                Ok(_) => return Stored::Reference,
+                Err(err) => err,
+            },
+            Err(err) => err,
+        };
+        if !error.is_retryable() {
+            if !whole {
+                tracing::error!(topic = dlq_topic, %error, "a dead letter without its original was refused");
+                return Stored::Refused(error);
             }
+            tracing::warn!(topic = dlq_topic, %error, "dead letter refused; storing it without the original");
+            current = letter.reference(&error);
+            whole = false;
+            continue;
         }
+        let Some((policy, stop)) = retry.as_mut() else {
+            return Stored::Refused(error);
+        };
+        attempt = attempt.saturating_add(1);
+        tracing::warn!(topic = dlq_topic, %error, attempt, "storing a dead letter failed; retrying");
         tokio::select! {
             () = tokio::time::sleep(retry::delay(policy, attempt)) => {}
-            () = stop.stopped() => return false,
+            () = stop.stopped() => return Stored::Abandoned,
         }
     }
 }

@@ -6,12 +6,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use photon_core::{CheckpointCommitter, CheckpointKey, Event, EventStore, Result, Unopened};
+use photon_core::{
+    CheckpointCommitter, CheckpointKey, Event, EventStore, PhotonError, Result, Unopened,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::config::ExecutorConfig;
-use super::dead_letter::{store_dead_letter, DeadLetter};
+use super::dead_letter::{store_dead_letter, DeadLetter, Stored};
 use super::handler::Registration;
 use super::retry::{run_with_retries, Outcome};
 use super::shutdown::{drain_workers, log_join_error, StopSignal};
@@ -24,11 +26,14 @@ struct Queued {
     lane: u32,
 }
 
-/// What was read: an event for the handler, or a record that cannot be opened, which goes
-/// straight to the dead-letter topic (retrying cannot open it) in its key's order.
+/// What was read: an event for the handler, or a record that cannot be opened or decoded,
+/// which goes straight to the dead-letter topic (retrying cannot open it) in its key's
+/// order.
 enum Item {
     Event(Event),
     Unopened(Box<Unopened>),
+    /// A [`PhotonError::Undecodable`] error item.
+    Undecodable(PhotonError),
 }
 
 impl Item {
@@ -36,6 +41,21 @@ impl Item {
         match self {
             Self::Event(event) => event.seq,
             Self::Unopened(unopened) => unopened.record.seq,
+            Self::Undecodable(error) => error.position().map_or(0, |(_, seq)| seq),
+        }
+    }
+
+    fn topic_and_key(&self) -> (&str, Option<&str>) {
+        match self {
+            Self::Event(event) => (&event.topic_name, event.topic_key.as_deref()),
+            Self::Unopened(unopened) => (
+                &unopened.record.topic_name,
+                unopened.record.topic_key.as_deref(),
+            ),
+            Self::Undecodable(PhotonError::Undecodable { topic, key, .. }) => {
+                (topic, key.as_deref())
+            }
+            Self::Undecodable(_) => ("", None),
         }
     }
 }
@@ -168,6 +188,12 @@ async fn read(
                 };
                 dispatch(subscription, item, permit, workers);
             }
+            Some(Err(err @ PhotonError::Undecodable { .. })) => {
+                // Tracked like an event, so that the checkpoint stays before it until its
+                // dead letter is stored.
+                subscription.stats.record_stream_error();
+                dispatch(subscription, Item::Undecodable(err), permit, workers);
+            }
             Some(Err(err)) => {
                 subscription.stats.record_stream_error();
                 tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "event could not be delivered to the handler");
@@ -193,12 +219,9 @@ fn dispatch(
     window: OwnedSemaphorePermit,
     workers: &mut JoinSet<()>,
 ) {
-    let (topic, key) = match &item {
-        Item::Event(event) => (&event.topic_name, &event.topic_key),
-        Item::Unopened(unopened) => (&unopened.record.topic_name, &unopened.record.topic_key),
-    };
+    let (topic, key) = item.topic_and_key();
     let lane = subscription.store.port().checkpoint_lane(topic, item.seq());
-    let key = key.clone();
+    let key = key.map(str::to_owned);
     // The read-ahead permit is held until the event is acknowledgeable (see Progress).
     subscription
         .progress
@@ -266,6 +289,18 @@ async fn handle(
             let letter = DeadLetter::unopened(options.durable(), options.handler_name(), unopened);
             dead_letter(subscription, &letter, stop).await
         }
+        Item::Undecodable(error) => {
+            drop(slot);
+            let options = &subscription.registration.options;
+            tracing::warn!(
+                handler = options.handler_name(), %error,
+                "stored record cannot be decoded; storing a dead letter"
+            );
+            match DeadLetter::undecodable(options.durable(), options.handler_name(), error) {
+                Some(letter) => dead_letter(subscription, &letter, stop).await,
+                None => true,
+            }
+        }
     };
     if finished {
         for seq in subscription
@@ -323,7 +358,11 @@ async fn handle_event(
     }
 }
 
-/// Stores a dead letter; returns whether it was stored (not abandoned by shutdown).
+/// Stores a dead letter; returns whether the event is finished (`false`: abandoned by
+/// shutdown, delivered again after a restart).
+///
+/// A letter the port refuses even without its original (an error retrying cannot fix) is
+/// logged and the event finished: retrying it would stop this subscription for good.
 async fn dead_letter(
     subscription: &Subscription,
     letter: &DeadLetter,
@@ -333,12 +372,21 @@ async fn dead_letter(
         &subscription.store,
         &subscription.dead_letter_topic,
         letter,
-        &subscription.config.retry,
-        stop,
+        Some((&subscription.config.retry, stop)),
     )
     .await;
-    if stored {
-        subscription.stats.record_dead_letter();
+    match stored {
+        Stored::Whole | Stored::Reference => {
+            subscription.stats.record_dead_letter();
+            true
+        }
+        Stored::Abandoned => false,
+        Stored::Refused(error) => {
+            tracing::error!(
+                checkpoint = ?subscription.checkpoint, seq = letter.original.seq, %error,
+                "dead letter refused for good; the event is passed over"
+            );
+            true
+        }
     }
-    stored
 }

@@ -43,11 +43,11 @@
 mod admin;
 mod builder;
 mod config;
-mod dead_letter;
+pub(crate) mod dead_letter;
 mod dispatch;
 mod handler;
 mod retry;
-mod shutdown;
+pub(crate) mod shutdown;
 mod stats;
 mod typed;
 
@@ -63,7 +63,7 @@ pub use config::{
     INITIAL_BACKOFF_MS_ENV, MAX_ATTEMPTS_ENV, MAX_BACKOFF_MS_ENV, MAX_IN_FLIGHT_ENV,
     PARALLELISM_ENV, SHUTDOWN_TIMEOUT_MS_ENV,
 };
-pub use dead_letter::{DeadEvent, DeadLetter, StoredBody};
+pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
 };
