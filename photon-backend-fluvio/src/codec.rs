@@ -23,26 +23,25 @@ pub(crate) fn encode_value(draft: &RecordDraft) -> Result<Vec<u8>> {
 /// The Photon record stored in `value` at a position.
 ///
 /// # Errors
-/// [`PhotonError::Codec`] for a value that is not a Photon record;
-/// [`PhotonError::Storage`] when it names another topic than `topic`.
+/// [`PhotonError::Undecodable`] with the stored bytes for a value that is not a Photon
+/// record, or one that names another topic than `topic`.
 pub(crate) fn decode_value(
     value: &[u8],
     topic: &str,
     event_id: String,
     seq: i64,
 ) -> Result<Record> {
-    let record = photon_core::wire::decode_record("fluvio", value, event_id, seq)?;
-    if record.topic_name != topic {
-        return Err(PhotonError::Storage {
-            backend: "fluvio",
-            message: format!(
-                "record {} belongs to topic {:?}, not {topic:?}",
-                record.event_id, record.topic_name
-            ),
-            source: None,
-        });
+    let undecodable = |event_id: &str, reason: &dyn std::fmt::Display| {
+        PhotonError::undecodable(topic, event_id, seq, None, value, reason)
+    };
+    match photon_core::wire::decode_record("fluvio", value, event_id.clone(), seq) {
+        Ok(record) if record.topic_name == topic => Ok(record),
+        Ok(record) => Err(undecodable(
+            &event_id,
+            &format!("the record belongs to topic {:?}", record.topic_name),
+        )),
+        Err(err) => Err(undecodable(&event_id, &err)),
     }
-    Ok(record)
 }
 
 /// The event id of the record at `offset` of a Fluvio topic partition.
@@ -101,12 +100,21 @@ mod tests {
         assert_eq!(photon_core::wire::topic_of(&value).as_deref(), Some("a.b"));
         assert!(matches!(
             decode_value(&value, "a-b", "id".into(), 5),
-            Err(PhotonError::Storage { .. })
+            Err(PhotonError::Undecodable { seq: 5, .. })
         ));
-        assert!(matches!(
-            decode_value(b"not json", "a.b", "id".into(), 5),
-            Err(PhotonError::Codec { .. })
-        ));
+        match decode_value(b"not json", "a.b", "id".into(), 5) {
+            Err(PhotonError::Undecodable {
+                topic,
+                event_id,
+                seq,
+                stored,
+                ..
+            }) => {
+                assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "id", 5));
+                assert_eq!(stored, b"not json");
+            }
+            other => panic!("expected Undecodable, got {other:?}"),
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use bytes::Bytes;
 
-use photon_core::{Record, RecordDraft, Result};
+use photon_core::{PhotonError, Record, RecordDraft, Result};
 
 /// The message payload of a draft.
 ///
@@ -25,6 +25,25 @@ pub(crate) fn encode(draft: &RecordDraft) -> Result<Bytes> {
 /// [`PhotonError::Codec`] naming the event when the payload is not a Photon record.
 pub(crate) fn decode(payload: &[u8], event_id: String, seq: i64) -> Result<Record> {
     photon_core::wire::decode_record("NATS", payload, event_id, seq)
+}
+
+/// The record of a message read from `topic`'s stream, for a subscription.
+///
+/// # Errors
+/// [`PhotonError::Undecodable`] with the stored bytes when the payload is not a Photon
+/// record of `topic`.
+pub(crate) fn decode_in(topic: &str, payload: &[u8], event_id: String, seq: i64) -> Result<Record> {
+    let undecodable = |event_id: &str, reason: &dyn std::fmt::Display| {
+        PhotonError::undecodable(topic, event_id, seq, None, payload, reason)
+    };
+    match decode(payload, event_id.clone(), seq) {
+        Ok(record) if record.topic_name == topic => Ok(record),
+        Ok(record) => Err(undecodable(
+            &event_id,
+            &format!("the record names topic {:?}", record.topic_name),
+        )),
+        Err(err) => Err(undecodable(&event_id, &err)),
+    }
 }
 
 /// The event id of a stored message.
@@ -50,6 +69,23 @@ pub(crate) use photon_core::shard::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn garbage_is_undecodable_with_its_bytes() {
+        match decode_in("a.b", b"not a record", "s:3".into(), 3) {
+            Err(PhotonError::Undecodable {
+                topic,
+                event_id,
+                seq,
+                stored,
+                ..
+            }) => {
+                assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "s:3", 3));
+                assert_eq!(stored, b"not a record");
+            }
+            other => panic!("expected Undecodable, got {other:?}"),
+        }
+    }
 
     #[test]
     fn event_ids() {

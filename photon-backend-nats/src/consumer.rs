@@ -238,6 +238,11 @@ impl ShardReader {
         let names = &self.port.inner.names;
         let event_id = codec::event_id(info.stream, info.stream_sequence);
         let seq = photon_seq(info.stream_sequence, self.shard, names.shards());
-        Some(codec::decode(&message.payload, event_id, seq))
+        Some(codec::decode_in(
+            &self.topic,
+            &message.payload,
+            event_id,
+            seq,
+        ))
     }
 }

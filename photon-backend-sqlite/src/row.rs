@@ -57,7 +57,8 @@ pub(crate) struct StoredRow {
     envelope_id: String,
     topic_key: Option<String>,
     created_at: i64,
-    body: String,
+    /// As stored: text is expected, but a damaged row may hold anything.
+    body: Vec<u8>,
     extra: Option<String>,
 }
 
@@ -70,7 +71,14 @@ impl StoredRow {
             envelope_id: row.get(2)?,
             topic_key: row.get(3)?,
             created_at: row.get(4)?,
-            body: row.get(5)?,
+            body: match row.get_ref(5)? {
+                rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
+                    bytes.to_vec()
+                }
+                rusqlite::types::ValueRef::Null => Vec::new(),
+                rusqlite::types::ValueRef::Integer(n) => n.to_string().into_bytes(),
+                rusqlite::types::ValueRef::Real(x) => x.to_string().into_bytes(),
+            },
             extra: row.get(6)?,
         })
     }
@@ -83,18 +91,24 @@ impl StoredRow {
     /// Decodes the record of `topic`.
     ///
     /// # Errors
-    /// [`PhotonError::Codec`] naming the event when its body or extra fields are not valid.
+    /// [`PhotonError::Undecodable`] with the stored body when the body or the extra fields
+    /// are not valid.
     pub(crate) fn decode(self, topic: &str) -> Result<Record> {
-        let context = |part: &str| {
-            format!(
-                "{part} of event {} (topic {topic:?}, seq {})",
-                self.event_id, self.seq
+        let undecodable = |part: &str, reason: &dyn std::fmt::Display| {
+            PhotonError::undecodable(
+                topic,
+                &self.event_id,
+                self.seq,
+                self.topic_key.clone(),
+                self.body.clone(),
+                format!("{part}: {reason}"),
             )
         };
-        let body = decode_json(&self.body).map_err(|e| PhotonError::codec(context("body"), e))?;
+        let text = std::str::from_utf8(&self.body).map_err(|e| undecodable("body", &e))?;
+        let body = decode_json(text).map_err(|e| undecodable("body", &e))?;
         let extra = match &self.extra {
             Some(text) => decode_json::<Map<String, Value>>(text)
-                .map_err(|e| PhotonError::codec(context("extra fields"), e))?,
+                .map_err(|e| undecodable("extra fields", &e))?,
             None => Map::new(),
         };
         Ok(Record {
@@ -179,7 +193,7 @@ mod tests {
             envelope_id: row.envelope_id,
             topic_key: row.topic_key,
             created_at: row.created_at,
-            body: row.body,
+            body: row.body.into_bytes(),
             extra: Some(r#"{"trace_id":"x"}"#.into()),
         };
         let record = stored.decode("t").unwrap();
@@ -187,5 +201,35 @@ mod tests {
         assert_eq!(record.body, draft.body);
         assert_eq!(record.extra.get("trace_id"), Some(&json!("x")));
         assert_eq!(record.seq, 7);
+    }
+
+    #[test]
+    fn a_damaged_body_is_undecodable_with_its_bytes() {
+        for stored in [&b"{not json"[..], &[0xff, 0xfe, b'{'][..]] {
+            let row = StoredRow {
+                seq: 9,
+                event_id: "e9".into(),
+                envelope_id: "e9".into(),
+                topic_key: Some("k".into()),
+                created_at: 0,
+                body: stored.to_vec(),
+                extra: None,
+            };
+            match row.decode("t") {
+                Err(PhotonError::Undecodable {
+                    topic,
+                    event_id,
+                    seq,
+                    key,
+                    stored: bytes,
+                    ..
+                }) => {
+                    assert_eq!((topic.as_str(), event_id.as_str(), seq), ("t", "e9", 9));
+                    assert_eq!(key.as_deref(), Some("k"));
+                    assert_eq!(bytes, stored);
+                }
+                other => panic!("expected Undecodable, got {other:?}"),
+            }
+        }
     }
 }

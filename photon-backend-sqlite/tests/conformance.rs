@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use photon_backend_sqlite::SqliteStoragePort;
-use photon_core::{Result, StoragePort};
+use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 use photon_testkit::PortFactory;
 
 struct SqliteFactory {
@@ -23,6 +23,36 @@ impl PortFactory for SqliteFactory {
             .build()
             .await?;
         Ok(Arc::new(port))
+    }
+
+    /// Publishes a placeholder, then overwrites its stored body, as damage on disk would.
+    async fn store_undecodable(
+        &self,
+        _next_to: &Appended,
+        topic: &str,
+        key: Option<&str>,
+        stored: &[u8],
+    ) -> Result<()> {
+        let store = EventStore::new(self.open().await?, TransportCrypto::plaintext());
+        let placeholder = store
+            .publish(topic, key, serde_json::Value::Null, serde_json::Value::Null)
+            .await?;
+        store.port().flush().await?;
+        let path = self.directory.path().join("photon.db");
+        let stored = stored.to_vec();
+        let failed = |err: rusqlite::Error| PhotonError::storage("sqlite", "damaging a row", err);
+        let connection = rusqlite::Connection::open(path).map_err(failed)?;
+        connection
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(failed)?;
+        let changed = connection
+            .execute(
+                "UPDATE events SET body = ?1 WHERE event_id = ?2",
+                rusqlite::params![stored, placeholder.event_id],
+            )
+            .map_err(failed)?;
+        assert_eq!(changed, 1, "exactly the placeholder row is damaged");
+        Ok(())
     }
 }
 

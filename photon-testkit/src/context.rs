@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
-use photon_core::{EventStore, Result, StoragePort, TransportCrypto};
+use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 
 /// Environment variable naming adapters whose absence fails the suite instead of skipping
 /// it, e.g. `PHOTON_TEST_REQUIRE=nats,fluvio`.
@@ -22,6 +22,30 @@ pub trait PortFactory: Send + Sync + 'static {
     /// # Errors
     /// Whatever opening the backend returns; the scenario fails with it.
     async fn open(&self) -> Result<Arc<dyn StoragePort>>;
+
+    /// Stores `stored` as it is, as a new record of `topic` under `key` that the port
+    /// cannot decode (what a damaged disk, another program or a bug could leave behind):
+    /// the SQLite factory overwrites a new row's body, the broker factories write the bytes
+    /// on the partition of `next_to` (a record of `topic` and `key` published just before,
+    /// which the injected one follows), the mem factory uses
+    /// `MemStoragePort::append_undecodable`. Called before any subscriber reads the topic.
+    ///
+    /// # Errors
+    /// Whatever writing the bytes returns; by default [`PhotonError::Unsupported`], which
+    /// fails the `undecodable_record` scenario: every port's test must supply this hook.
+    async fn store_undecodable(
+        &self,
+        next_to: &Appended,
+        topic: &str,
+        key: Option<&str>,
+        stored: &[u8],
+    ) -> Result<()> {
+        let _ = (next_to, topic, key, stored);
+        Err(PhotonError::Unsupported {
+            backend: "test factory",
+            operation: "store_undecodable",
+        })
+    }
 }
 
 /// Decides what a test does when its backend is absent: prints `skipped: <why>` and

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use photon_core::mem::MemStoragePort;
-use photon_core::{Result, StoragePort};
+use photon_core::{Appended, Result, StoragePort};
 use photon_testkit::PortFactory;
 
 /// Every port it opens shares one in-process store.
@@ -16,6 +16,17 @@ struct MemFactory {
 impl PortFactory for MemFactory {
     async fn open(&self) -> Result<Arc<dyn StoragePort>> {
         Ok(Arc::new(self.port.clone()))
+    }
+
+    async fn store_undecodable(
+        &self,
+        _next_to: &Appended,
+        topic: &str,
+        key: Option<&str>,
+        stored: &[u8],
+    ) -> Result<()> {
+        self.port.append_undecodable(topic, key, stored);
+        Ok(())
     }
 }
 

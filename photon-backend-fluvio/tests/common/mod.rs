@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use photon_backend_fluvio::{
     fluvio_endpoint_from_env, FluvioStoragePort, FluvioStoragePortBuilder,
 };
-use photon_core::{Result, StoragePort};
+use photon_core::{Appended, PhotonError, Result, StoragePort};
 use photon_testkit::{skip_or_fail, PortFactory};
 
 /// Opens ports that share one prefix (one topic namespace).
@@ -52,5 +52,47 @@ impl FluvioFactory {
 impl PortFactory for FluvioFactory {
     async fn open(&self) -> Result<Arc<dyn StoragePort>> {
         Ok(Arc::new(self.port().await?))
+    }
+
+    /// Produces the bytes as they are to the shard topic of `next_to`, with its key, as
+    /// another producer writing to the topic would.
+    async fn store_undecodable(
+        &self,
+        next_to: &Appended,
+        _topic: &str,
+        key: Option<&str>,
+        stored: &[u8],
+    ) -> Result<()> {
+        let failed = |what: &str, err: &dyn std::fmt::Display| {
+            PhotonError::InvalidInput(format!("{what}: {err}"))
+        };
+        // `f1:<fluvio topic>:<partition>:<offset>`
+        let mut parts = next_to.event_id.rsplitn(3, ':');
+        let (_offset, _partition, rest) = (parts.next(), parts.next(), parts.next());
+        let fluvio_topic = rest
+            .and_then(|rest| rest.strip_prefix("f1:"))
+            .ok_or_else(|| failed("event id", &next_to.event_id))?;
+        let cluster = fluvio::FluvioClusterConfig::new(self.endpoint.clone());
+        let client = fluvio::Fluvio::connect_with_config(&cluster)
+            .await
+            .map_err(|err| failed("connect", &err))?;
+        let producer = client
+            .topic_producer(fluvio_topic)
+            .await
+            .map_err(|err| failed("producer", &err))?;
+        let record_key = match key {
+            Some(key) => fluvio::RecordKey::from(key.as_bytes().to_vec()),
+            None => fluvio::RecordKey::NULL,
+        };
+        let output = producer
+            .send(record_key, stored.to_vec())
+            .await
+            .map_err(|err| failed("send", &err))?;
+        producer
+            .flush()
+            .await
+            .map_err(|err| failed("flush", &err))?;
+        output.wait().await.map_err(|err| failed("ack", &err))?;
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
-use photon_core::{Result, StoragePort};
+use photon_core::{Appended, PhotonError, Result, StoragePort};
 use photon_testkit::PortFactory;
 
 /// Opens ports onto one server under one unique prefix.
@@ -71,6 +71,46 @@ impl NatsFactory {
 impl PortFactory for NatsFactory {
     async fn open(&self) -> Result<Arc<dyn StoragePort>> {
         Ok(Arc::new(self.port().await?))
+    }
+
+    /// Publishes the bytes as they are on the subject of `next_to` (its topic, shard and
+    /// key), as another program writing to the stream would.
+    async fn store_undecodable(
+        &self,
+        next_to: &Appended,
+        _topic: &str,
+        _key: Option<&str>,
+        stored: &[u8],
+    ) -> Result<()> {
+        let failed = |what: &str, err: &dyn std::fmt::Display| {
+            PhotonError::InvalidInput(format!("{what}: {err}"))
+        };
+        let (stream, seq) = next_to
+            .event_id
+            .rsplit_once(':')
+            .ok_or_else(|| failed("event id", &next_to.event_id))?;
+        let seq: u64 = seq.parse().map_err(|err| failed("event id", &err))?;
+        let client = async_nats::connect(&self.url)
+            .await
+            .map_err(|err| failed("connect", &err))?;
+        let jetstream = async_nats::jetstream::new(client);
+        let message = jetstream
+            .get_stream(stream)
+            .await
+            .map_err(|err| failed("stream", &err))?
+            .direct_get(seq)
+            .await
+            .map_err(|err| failed("message", &err))?;
+        jetstream
+            .publish(
+                message.subject.clone(),
+                bytes::Bytes::copy_from_slice(stored),
+            )
+            .await
+            .map_err(|err| failed("publish", &err))?
+            .await
+            .map_err(|err| failed("publish ack", &err))?;
+        Ok(())
     }
 }
 

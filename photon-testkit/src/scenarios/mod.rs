@@ -1,6 +1,7 @@
 //! The scenarios of the conformance catalogue, one async function each.
 
 mod delivery;
+mod failures;
 mod groups;
 mod lifecycle;
 mod payloads;
@@ -59,6 +60,7 @@ catalogue!(
     groups::groups_share_work,
     groups::group_member_leaves,
     groups::group_resumes_after_restart,
+    failures::undecodable_record,
 );
 
 /// Runs one scenario by name in a fresh namespace.
