@@ -168,3 +168,158 @@ impl StoragePort for CrashablePort {
         self.inner.commit_checkpoint(key, seq).await
     }
 }
+
+/// A port in front of another that can slow checkpoint commits down (so that a commit is
+/// in flight when a test looks) and hold appends to dead-letter topics until released.
+#[derive(Clone)]
+pub struct HookedPort {
+    pub inner: Arc<dyn StoragePort>,
+    pub commit_delay: Duration,
+    /// Appends to topics ending in `.dlq` take a permit first (none are added unless the
+    /// test opens the gate).
+    pub dead_letter_gate: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl HookedPort {
+    pub fn new(inner: Arc<dyn StoragePort>) -> Self {
+        Self {
+            inner,
+            commit_delay: Duration::ZERO,
+            dead_letter_gate: None,
+        }
+    }
+}
+
+#[async_trait]
+impl StoragePort for HookedPort {
+    fn label(&self) -> &'static str {
+        self.inner.label()
+    }
+
+    fn capabilities(&self) -> StorageCapabilities {
+        self.inner.capabilities()
+    }
+
+    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+        if let Some(gate) = &self.dead_letter_gate {
+            if draft.topic_name.ends_with(".dlq") {
+                gate.acquire().await.unwrap().forget();
+            }
+        }
+        self.inner.append(draft).await
+    }
+
+    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
+        self.inner.subscribe(request)
+    }
+
+    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
+        self.inner.get_record(event_id).await
+    }
+
+    async fn list_by_topic(
+        &self,
+        topic: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.inner.list_by_topic(topic, after_seq, limit).await
+    }
+
+    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+        self.inner.head_seq(topic, key).await
+    }
+
+    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        self.inner.load_checkpoint(key).await
+    }
+
+    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        tokio::time::sleep(self.commit_delay).await;
+        self.inner.commit_checkpoint(key, seq).await
+    }
+
+    fn checkpoint_lane(&self, topic: &str, seq: i64) -> u32 {
+        self.inner.checkpoint_lane(topic, seq)
+    }
+
+    async fn flush(&self) -> Result<()> {
+        self.inner.flush().await
+    }
+}
+
+/// The backends the failure-path tests run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Mem,
+    Sqlite,
+}
+
+pub const BACKENDS: [Backend; 2] = [Backend::Mem, Backend::Sqlite];
+
+/// A fresh store of one backend, and a way to damage a record in it.
+pub struct TestStore {
+    pub port: Arc<dyn StoragePort>,
+    mem: Option<MemStoragePort>,
+    // Kept so that the database lives as long as the store.
+    directory: Option<tempfile::TempDir>,
+}
+
+/// Bytes no port decodes as a record.
+pub const GARBAGE: &[u8] = b"not a photon record {";
+
+impl TestStore {
+    pub async fn new(backend: Backend) -> Self {
+        match backend {
+            Backend::Mem => {
+                let mem = MemStoragePort::new();
+                Self {
+                    port: Arc::new(mem.clone()),
+                    mem: Some(mem),
+                    directory: None,
+                }
+            }
+            Backend::Sqlite => {
+                let directory = tempfile::tempdir().unwrap();
+                let port = photon_backend_sqlite::SqliteStoragePort::builder()
+                    .path(directory.path().join("photon.db"))
+                    .poll_interval(Duration::from_millis(20))
+                    .build()
+                    .await
+                    .unwrap();
+                Self {
+                    port: Arc::new(port),
+                    mem: None,
+                    directory: Some(directory),
+                }
+            }
+        }
+    }
+
+    /// Stores `GARBAGE` as the next record of `topic` under `key`; returns its seq.
+    pub async fn store_garbage(&self, topic: &str, key: Option<&str>) -> i64 {
+        if let Some(mem) = &self.mem {
+            return mem.append_undecodable(topic, key, GARBAGE).seq;
+        }
+        let store = photon_core::EventStore::new(
+            self.port.clone(),
+            photon_core::TransportCrypto::plaintext(),
+        );
+        let placeholder = store
+            .publish(topic, key, json!(null), json!(null))
+            .await
+            .unwrap();
+        store.port().flush().await.unwrap();
+        let path = self.directory.as_ref().unwrap().path().join("photon.db");
+        let connection = rusqlite::Connection::open(path).unwrap();
+        connection.busy_timeout(Duration::from_secs(10)).unwrap();
+        let changed = connection
+            .execute(
+                "UPDATE events SET body = ?1 WHERE event_id = ?2",
+                rusqlite::params![GARBAGE, placeholder.event_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+        placeholder.seq
+    }
+}
