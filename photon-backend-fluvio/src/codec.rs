@@ -111,7 +111,7 @@ mod tests {
                 ..
             }) => {
                 assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "id", 5));
-                assert_eq!(stored, b"not json");
+                assert_eq!(&*stored, b"not json");
             }
             other => panic!("expected Undecodable, got {other:?}"),
         }

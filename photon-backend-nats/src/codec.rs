@@ -81,7 +81,7 @@ mod tests {
                 ..
             }) => {
                 assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "s:3", 3));
-                assert_eq!(stored, b"not a record");
+                assert_eq!(&*stored, b"not a record");
             }
             other => panic!("expected Undecodable, got {other:?}"),
         }

@@ -226,7 +226,7 @@ mod tests {
                 }) => {
                     assert_eq!((topic.as_str(), event_id.as_str(), seq), ("t", "e9", 9));
                     assert_eq!(key.as_deref(), Some("k"));
-                    assert_eq!(bytes, stored);
+                    assert_eq!(&*bytes, stored);
                 }
                 other => panic!("expected Undecodable, got {other:?}"),
             }

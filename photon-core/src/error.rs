@@ -166,8 +166,8 @@ pub enum PhotonError {
         seq: i64,
         /// Its partition key when the port could still read it.
         key: Option<String>,
-        /// The bytes as stored.
-        stored: Vec<u8>,
+        /// The bytes as stored (boxed: keeps every `Result` of Photon small).
+        stored: Box<[u8]>,
         /// Why decoding failed.
         reason: String,
     },
@@ -258,7 +258,7 @@ impl PhotonError {
         event_id: impl Into<String>,
         seq: i64,
         key: Option<String>,
-        stored: impl Into<Vec<u8>>,
+        stored: impl Into<Box<[u8]>>,
         reason: impl std::fmt::Display,
     ) -> Self {
         Self::Undecodable {

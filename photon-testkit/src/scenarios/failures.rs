@@ -28,7 +28,7 @@ fn expect_undecodable(
             ..
         }) => {
             assert_eq!(t, topic);
-            assert_eq!(stored, GARBAGE, "the error keeps the stored bytes");
+            assert_eq!(&*stored, GARBAGE, "the error keeps the stored bytes");
             assert!(!event_id.is_empty(), "the error names the record");
             assert!(!reason.is_empty(), "the error says why");
             assert!(
