@@ -30,7 +30,7 @@ pub use executor::{
     AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
-    TopicSnapshot, TypedEvent, TypedStream, TypedTopic,
+    TopicSnapshot, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
 };
 pub use photon::Photon;
 pub use subscription::DurableSubscription;

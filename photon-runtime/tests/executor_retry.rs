@@ -344,7 +344,7 @@ async fn events_that_cannot_be_opened_are_dead_lettered_in_order_and_replay_once
     );
     assert!(
         letters[0].error.starts_with(&format!(
-            "cannot open event {} on topic \"payments\": ",
+            "cannot open event {} (seq 3) on topic \"payments\": ",
             published[2].event_id
         )),
         "{}",

@@ -18,6 +18,15 @@
 //! once for other errors, and for panics, the event is stored as a [`DeadLetter`] on
 //! `<topic>.dlq` (see [`ExecutorConfig::dead_letter_suffix`]) and the checkpoint moves on.
 //! `Photon::dead_letters` lists them and `Photon::replay_dead_letter` re-publishes one.
+//! A stored record that cannot be opened or decoded goes there at once (with its sealed
+//! body or its stored bytes), in its key's order; the checkpoint never passes it before
+//! its dead letter is stored.
+//!
+//! A dead letter keeps the original payload as it was, so an event that passed the
+//! publish limits always has a storable letter. A letter the port still refuses for good
+//! is stored without the original actor and payload ([`DeadEvent::omitted`] says why);
+//! storage errors that retrying may fix are retried with the handler's backoff until
+//! shutdown, other errors are never retried.
 //!
 //! # Duplicates after a crash
 //! Delivery is at-least-once. After a crash, the events handled again are at most:
