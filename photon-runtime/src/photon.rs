@@ -26,8 +26,9 @@ struct Inner {
     committers: Mutex<Vec<Weak<CheckpointCommitter>>>,
     executor_config: ExecutorConfig,
     executors: Mutex<Vec<Arc<ExecutorShared>>>,
-    /// Ends the durable subscriptions of this instance on shutdown.
-    durable_stop: StopSwitch,
+    /// Ends the durable subscriptions of this instance on shutdown. Shared with them, so
+    /// that a subscription outliving every `Photon` handle keeps running.
+    durable_stop: Arc<StopSwitch>,
 }
 
 impl std::fmt::Debug for Photon {
@@ -60,7 +61,7 @@ impl Photon {
                 committers: Mutex::new(Vec::new()),
                 executor_config,
                 executors: Mutex::new(Vec::new()),
-                durable_stop: StopSwitch::new(),
+                durable_stop: Arc::new(StopSwitch::new()),
             }),
         }
     }
@@ -122,7 +123,7 @@ impl Photon {
             self.store().clone(),
             committer,
             dead_letter_topic,
-            self.inner.durable_stop.signal(),
+            self.inner.durable_stop.clone(),
         )
     }
 

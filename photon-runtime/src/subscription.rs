@@ -15,7 +15,7 @@ use photon_core::{
 };
 
 use crate::executor::dead_letter::{store_dead_letter, DeadLetter, Stored};
-use crate::executor::shutdown::StopSignal;
+use crate::executor::shutdown::{StopSignal, StopSwitch};
 
 /// A durable subscription: a stream of events after the stored checkpoint.
 ///
@@ -67,6 +67,8 @@ pub struct DurableSubscription {
     shared: Arc<Shared>,
     stop: StopSignal,
     stop_wait: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Keeps the switch alive: only `Photon::shutdown` stops this stream.
+    _switch: Arc<StopSwitch>,
 }
 
 /// What `ack`, `release` and the stream share. The futures of `ack` and `dead_letter` hold
@@ -130,8 +132,9 @@ impl DurableSubscription {
         store: EventStore,
         committer: Arc<CheckpointCommitter>,
         dead_letter_topic: String,
-        stop: StopSignal,
+        switch: Arc<StopSwitch>,
     ) -> Self {
+        let stop = switch.signal();
         let mut waiting = stop.clone();
         Self {
             records,
@@ -145,6 +148,7 @@ impl DurableSubscription {
             }),
             stop,
             stop_wait: Box::pin(async move { waiting.stopped().await }),
+            _switch: switch,
         }
     }
 

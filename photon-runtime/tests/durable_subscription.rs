@@ -372,3 +372,22 @@ async fn a_reopen_right_after_a_drop_and_shutdown_see_every_acknowledgement() {
         assert!(after_shutdown.is_none(), "{after_shutdown:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_outliving_its_photon_keeps_delivering() {
+    let store = TestStore::new(executor_support::Backend::Mem).await;
+    let photon = photon_on(store.port.clone(), FlushPolicy::immediate());
+    let mut sub = photon.durable("billing", "orders", None);
+    drop(photon);
+    let other = photon_on(store.port.clone(), FlushPolicy::immediate());
+    let seqs = publish(&other, "orders", 3).await;
+    let got: Vec<Event> = take(&mut sub, 3).await.into_iter().map(ok).collect();
+    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), seqs);
+    for event in &got {
+        sub.ack(event).await.unwrap();
+    }
+    assert_eq!(
+        other.checkpoint("billing", "orders", None).await.unwrap(),
+        Some(seqs[2])
+    );
+}
