@@ -143,8 +143,10 @@ pub trait StoragePort: Send + Sync + 'static {
     ///
     /// - With `StartAt::AfterSeq(s)`, yields exactly the records with `seq > s`, then live ones.
     /// - With a key, yields only that key's records.
-    /// - Never ends by itself; a record that cannot be decoded is an error item and the
-    ///   stream continues.
+    /// - Never ends by itself; a record that cannot be decoded is a
+    ///   [`PhotonError::Undecodable`] error item, at its place in the order, holding its
+    ///   topic, seq (the one the record would have had), event id and stored bytes; the
+    ///   stream continues. (Conformance scenario `undecodable_record`.)
     ///
     /// # Cancel safety
     /// Dropping the stream releases its resources; nothing is acknowledged by reading.

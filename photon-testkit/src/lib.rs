@@ -18,7 +18,9 @@
 mod context;
 pub mod scenarios;
 
-pub use context::{assert_quiet, skip_or_fail, take_exact, Context, PortFactory, REQUIRE_ENV};
+pub use context::{
+    assert_quiet, skip_or_fail, take_exact, Context, PortFactory, DEADLINE, REQUIRE_ENV,
+};
 pub use scenarios::{run_all, run_scenario, SCENARIOS};
 
 /// Expands to one `#[tokio::test]` per conformance scenario.
