@@ -3,6 +3,7 @@
 //! Each bullet under a method is a conformance scenario in `photon-testkit`.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::Stream;
@@ -10,6 +11,7 @@ use futures::Stream;
 use crate::capabilities::StorageCapabilities;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Record, RecordDraft};
+use crate::group::GroupCoordination;
 
 /// A stream of stored records. Errors are per item: the stream continues after one unless
 /// the port says it ended.
@@ -90,8 +92,21 @@ pub trait Acknowledge: Send + Sync {
     /// another member.
     ///
     /// # Errors
-    /// Storage errors of the port.
+    /// Storage errors of the port; [`PhotonError::Fenced`] when the member no longer owns
+    /// the delivery's partition (the event goes, or went, to its new owner).
     async fn ack(&self) -> Result<()>;
+
+    /// Gives the delivery back: it is handed out again, before the member's later events.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] where the port cannot give an event back;
+    /// [`PhotonError::Fenced`] as for [`Acknowledge::ack`].
+    async fn release(&self) -> Result<()> {
+        Err(PhotonError::Unsupported {
+            backend: "group",
+            operation: "release",
+        })
+    }
 }
 
 /// One event delivered to one member of a group.
@@ -249,6 +264,12 @@ pub trait StoragePort: Send + Sync + 'static {
         Box::pin(futures::stream::once(std::future::ready(Err(
             self.unsupported("subscribe_group")
         ))))
+    }
+
+    /// The group primitive of this port, when its groups span processes: members in any
+    /// process joined through it (with [`crate::group::join`]) share the work.
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        None
     }
 
     /// Waits until every accepted append is stored (ports that acknowledge before storing).
