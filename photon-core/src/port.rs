@@ -11,7 +11,7 @@ use futures::Stream;
 use crate::capabilities::StorageCapabilities;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Record, RecordDraft};
-use crate::group::GroupCoordination;
+use crate::group::{GroupCoordination, Ownership};
 
 /// A stream of stored records. Errors are per item: the stream continues after one unless
 /// the port says it ended.
@@ -106,6 +106,12 @@ pub trait Acknowledge: Send + Sync {
             backend: "group",
             operation: "release",
         })
+    }
+
+    /// The partition ownership this delivery was handed out under, where the group runs
+    /// the lease protocol ([`crate::group::join`]).
+    fn ownership(&self) -> Option<Ownership> {
+        None
     }
 }
 

@@ -36,6 +36,17 @@ pub struct LiveMember {
     pub partitions: u32,
 }
 
+/// The lease a delivery was handed out under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// The partition.
+    pub partition: u32,
+    /// The lease's epoch.
+    pub epoch: u64,
+    /// The owner token (this member incarnation).
+    pub owner: String,
+}
+
 /// A partition's lease as stored, for visibility.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionLease {

@@ -243,6 +243,7 @@ impl Member {
             self.scope.clone(),
             partition,
             epoch,
+            self.owner.clone(),
             self.local_deadline(sent),
             self.options.read_ahead,
         );

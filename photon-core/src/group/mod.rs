@@ -29,7 +29,7 @@ mod options;
 mod partition;
 
 pub use assignment::{assigned_to, partition_of};
-pub use coordination::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+pub use coordination::{GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease};
 pub use dispatcher::{group_checkpoint, GroupDispatchers};
 pub use member::{join, GroupMembership};
 pub use options::{

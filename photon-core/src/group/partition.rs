@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
 use crate::group::assignment::partition_of;
-use crate::group::coordination::GroupScope;
+use crate::group::coordination::{GroupScope, Ownership};
 use crate::port::{Acknowledge, RecordStream};
 use crate::progress::Progress;
 
@@ -47,6 +47,8 @@ pub(crate) struct Owned {
     pub(crate) scope: GroupScope,
     pub(crate) partition: u32,
     pub(crate) epoch: u64,
+    /// The lease owner token.
+    pub(crate) owner: String,
     /// Past this instant (own monotonic clock) nothing is handed out or acknowledged.
     deadline: Mutex<Instant>,
     /// Hands out new events (false while draining before a release).
@@ -75,6 +77,7 @@ impl Owned {
         scope: GroupScope,
         partition: u32,
         epoch: u64,
+        owner: String,
         deadline: Instant,
         read_ahead: usize,
     ) -> Arc<Self> {
@@ -82,6 +85,7 @@ impl Owned {
             scope,
             partition,
             epoch,
+            owner,
             deadline: Mutex::new(deadline),
             active: AtomicBool::new(true),
             fenced: AtomicBool::new(false),
@@ -275,5 +279,13 @@ impl Acknowledge for GroupAck {
             let _ = out.send(Handout::Wake);
         }
         Ok(())
+    }
+
+    fn ownership(&self) -> Option<Ownership> {
+        Some(Ownership {
+            partition: self.owned.partition,
+            epoch: self.owned.epoch,
+            owner: self.owned.owner.clone(),
+        })
     }
 }
