@@ -359,11 +359,14 @@ fn assert_no_overlap(handled: &[Handling], killed_at: &HashMap<(String, u32), i6
     }
 }
 
-/// Within one owner run (member incarnation, partition, epoch), each key goes up.
+/// One owner run: member incarnation, partition, epoch.
+type OwnerRun = ((String, u32), u32, u64);
+
+/// Within one owner run, each key goes up.
 fn assert_order_per_run(handled: &[Handling]) {
-    let mut last: HashMap<((String, u32), u32, u64, &str), i64> = HashMap::new();
+    let mut last: HashMap<(OwnerRun, &str), i64> = HashMap::new();
     for h in handled {
-        let id = (h.run.clone(), h.partition, h.epoch, h.key.as_str());
+        let id = ((h.run.clone(), h.partition, h.epoch), h.key.as_str());
         if let Some(previous) = last.insert(id, h.seq) {
             assert!(
                 previous < h.seq,

@@ -83,7 +83,7 @@ async fn group_handlers_share_a_topic() {
     for executor in &executors {
         executor.shutdown().await.unwrap();
     }
-    let log = log.lock().unwrap();
+    let log = log.lock().unwrap().clone();
     assert_eq!(log.len(), 199, "each event handled once");
     let unique: HashSet<i64> = log.iter().map(|(_, _, n)| *n).collect();
     assert_eq!(unique, (0..200).filter(|n| *n != 7).collect());
