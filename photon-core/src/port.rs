@@ -259,6 +259,10 @@ pub trait StoragePort: Send + Sync + 'static {
 
     /// Joins a consumer group.
     ///
+    /// Ports with a [`GroupCoordination`] primitive implement this with
+    /// [`crate::group::join`] (default options, member named by the request), so that their
+    /// groups span processes; `Photon::group` calls `join` itself to pass options.
+    ///
     /// - Requires capability `consumer_groups`.
     /// - Each event goes to exactly one live member; a key's events go to one member at a
     ///   time, in order.
