@@ -172,6 +172,25 @@ impl GroupCoordination for SqliteCoordination {
         .await
     }
 
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
+        let scope = scope.clone();
+        self.run("list group members", move |connection, now| {
+            connection
+                .prepare_cached(
+                    "SELECT DISTINCT member, partitions FROM group_members \
+                     WHERE grp = ?1 AND topic = ?2 AND expires_at > ?3 ORDER BY member, partitions",
+                )?
+                .query_map(params![scope.group, scope.topic, now], |row| {
+                    Ok(LiveMember {
+                        name: row.get(0)?,
+                        partitions: row.get(1)?,
+                    })
+                })?
+                .collect()
+        })
+        .await
+    }
+
     async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()> {
         let (scope, owner) = (scope.clone(), owner.to_owned());
         self.run("leave a group", move |connection, _| {

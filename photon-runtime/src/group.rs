@@ -209,3 +209,76 @@ impl<T: TypedTopic> Stream for TypedGroupSubscription<T> {
         Poll::Ready(item)
     }
 }
+
+/// What a group looks like now: its live members, and per partition its owner, epoch,
+/// checkpoint and distance to the topic's head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// Group name.
+    pub group: String,
+    /// Topic.
+    pub topic: String,
+    /// Live members by name.
+    pub members: Vec<String>,
+    /// Partitions that ever had a lease, by partition.
+    pub partitions: Vec<PartitionStatus>,
+}
+
+/// One partition of a [`GroupStatus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionStatus {
+    /// The partition.
+    pub partition: u32,
+    /// The member holding a live lease, if any.
+    pub owner: Option<String>,
+    /// Epoch of the last acquisition.
+    pub epoch: u64,
+    /// The partition's committed seq.
+    pub checkpoint: Option<i64>,
+    /// The topic's head seq minus the checkpoint: an upper bound of the partition's
+    /// backlog (the seqs in between belong to every partition). `None` without `head_seq`.
+    pub behind_head: Option<i64>,
+}
+
+pub(crate) async fn status(
+    coordination: &dyn photon_core::GroupCoordination,
+    port: &dyn photon_core::StoragePort,
+    group: &str,
+    topic: &str,
+) -> Result<GroupStatus> {
+    let scope = photon_core::GroupScope::new(group, topic);
+    let members = coordination
+        .members(&scope)
+        .await?
+        .into_iter()
+        .map(|member| member.name)
+        .collect();
+    let head = if port.capabilities().head_seq {
+        Some(port.head_seq(topic, None).await?.unwrap_or(0))
+    } else {
+        None
+    };
+    let partitions = coordination
+        .leases(&scope)
+        .await?
+        .into_iter()
+        .map(|lease| PartitionStatus {
+            partition: lease.partition,
+            owner: lease.live.then(|| {
+                lease
+                    .owner
+                    .rsplit_once('#')
+                    .map_or(lease.owner.clone(), |(name, _)| name.to_owned())
+            }),
+            epoch: lease.epoch,
+            checkpoint: lease.checkpoint,
+            behind_head: head.map(|head| head - lease.checkpoint.unwrap_or(0)),
+        })
+        .collect();
+    Ok(GroupStatus {
+        group: group.to_owned(),
+        topic: topic.to_owned(),
+        members,
+        partitions,
+    })
+}

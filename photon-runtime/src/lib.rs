@@ -33,7 +33,7 @@ pub use executor::{
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
     TopicSnapshot, TypedEvent, TypedStream, TypedTopic,
 };
-pub use group::{GroupSubscription, TypedGroupSubscription};
+pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
 pub use subscription::DurableSubscription;
 

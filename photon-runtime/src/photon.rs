@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
-use crate::group::GroupSubscription;
+use crate::group::{GroupStatus, GroupSubscription};
 use crate::subscription::DurableSubscription;
 
 /// A Photon instance over one storage port. Clones share everything.
@@ -183,6 +183,21 @@ impl Photon {
             }
             None => refused(port.unsupported("consumer groups across processes")),
         }
+    }
+
+    /// The live members of a group and, per partition, its owner, epoch, checkpoint and
+    /// distance to the head.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] on backends whose groups do not run the lease protocol
+    /// (NATS, Fluvio); the port's storage errors.
+    pub async fn group_status(&self, group: &str, topic: &str) -> Result<GroupStatus> {
+        validate_topic_name(topic)?;
+        let port = self.store().port().clone();
+        let Some(coordination) = port.group_coordination() else {
+            return Err(port.unsupported("group status"));
+        };
+        crate::group::status(coordination.as_ref(), port.as_ref(), group, topic).await
     }
 
     /// A checkpoint committer registered for flushing on [`Photon::shutdown`].

@@ -203,3 +203,47 @@ async fn a_bad_topic_is_refused() {
     }
     assert!(member.next().await.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_members_owners_and_positions() {
+    let port = MemStoragePort::new();
+    let photon = photon(&port);
+    let mut a = photon.group_with("audit", "ledger", options("a"));
+    let mut b = photon.group_with("audit", "ledger", options("b"));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut last_seq_of = BTreeMap::new();
+    for n in 0..40 {
+        let key = format!("e-{}", n % 10);
+        let appended = photon
+            .publish("ledger", Some(&key), json!(null), json!({"n": n}))
+            .await
+            .unwrap();
+        let partition = photon_core::group::partition_of(Some(&key), appended.seq, 8);
+        last_seq_of.insert(partition, appended.seq);
+    }
+    let mut handled = 0;
+    while handled < 40 {
+        tokio::select! {
+            Some(Ok(event)) = a.next() => { a.ack(&event).await.unwrap(); handled += 1; }
+            Some(Ok(event)) = b.next() => { b.ack(&event).await.unwrap(); handled += 1; }
+            () = tokio::time::sleep(DEADLINE) => panic!("only {handled} of 40 handled"),
+        }
+    }
+    // The acknowledged positions are committed within the commit interval (100 ms).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let status = photon.group_status("audit", "ledger").await.unwrap();
+    assert_eq!(status.members, vec!["a".to_owned(), "b".to_owned()]);
+    assert_eq!(status.partitions.len(), 8);
+    for partition in &status.partitions {
+        let owner = if partition.partition % 2 == 0 {
+            "a"
+        } else {
+            "b"
+        };
+        assert_eq!(partition.owner.as_deref(), Some(owner), "{partition:?}");
+        let checkpoint = last_seq_of.get(&partition.partition).copied();
+        assert_eq!(partition.checkpoint, checkpoint, "{partition:?}");
+        assert_eq!(partition.behind_head, Some(40 - checkpoint.unwrap_or(0)));
+    }
+    drop((a, b));
+}

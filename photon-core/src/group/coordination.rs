@@ -52,7 +52,7 @@ pub struct Ownership {
 pub struct PartitionLease {
     /// The partition.
     pub partition: u32,
-    /// Owner token of the holder, empty when released.
+    /// Owner token of the holder (`<member name>#<incarnation>`), empty when released.
     pub owner: String,
     /// Epoch of the last acquisition.
     pub epoch: u64,
@@ -151,6 +151,13 @@ pub trait GroupCoordination: Send + Sync + 'static {
         epoch: u64,
         seq: i64,
     ) -> Result<()>;
+
+    /// The live members, sorted by name, one entry per name and partition count (as
+    /// [`GroupCoordination::heartbeat`] returns them, without recording one).
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>>;
 
     /// Every partition lease of the group, by partition.
     ///

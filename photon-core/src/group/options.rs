@@ -24,6 +24,10 @@ pub const DEFAULT_READ_AHEAD: usize = 256;
 ///   expire); a member that leaves hands over at once (next heartbeat of the others).
 /// - A handover repeats at most the events the previous owner handled after its last
 ///   commit (`commit_interval`), and at most `read_ahead` per partition.
+/// - When the assignment moves a partition away (a member joined), its owner stops handing
+///   it out, waits for the events it handed out to be acknowledged (up to the lease), then
+///   commits and releases it. An event still unacknowledged after that is handed to the
+///   new owner and its late acknowledgement is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupOptions {
     /// This member's name; members of one group have distinct names. A restarted member

@@ -76,6 +76,28 @@ impl GroupCoordination for MemCoordination {
         Ok(members)
     }
 
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
+        let now = Instant::now();
+        let groups = self.lock();
+        let mut members: Vec<LiveMember> = groups
+            .get(scope)
+            .map(|state| {
+                state
+                    .members
+                    .values()
+                    .filter(|(_, _, expires)| *expires > now)
+                    .map(|(name, partitions, _)| LiveMember {
+                        name: name.clone(),
+                        partitions: *partitions,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        members.sort();
+        members.dedup();
+        Ok(members)
+    }
+
     async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()> {
         if let Some(state) = self.lock().get_mut(scope) {
             state.members.remove(owner);
