@@ -189,6 +189,20 @@ pub enum PhotonError {
     /// The object was shut down or dropped.
     #[error("{0} is closed")]
     Closed(String),
+    /// A consumer-group member acknowledged or committed for a partition it no longer owns
+    /// at this epoch (its lease expired or another member took the partition over). The
+    /// event will be (or was) handed to the partition's current owner.
+    #[error("group {group:?} on topic {topic:?}: partition {partition} is no longer owned by this member at epoch {epoch}")]
+    Fenced {
+        /// Group name.
+        group: String,
+        /// Topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The ownership epoch the refused call came from.
+        epoch: u64,
+    },
 }
 
 impl PhotonError {
