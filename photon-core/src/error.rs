@@ -162,10 +162,10 @@ pub enum PhotonError {
         seq: i64,
         /// Its partition key when the port could still read it.
         key: Option<String>,
-        /// The bytes as stored.
-        stored: Vec<u8>,
+        /// The bytes as stored (boxed, with `reason`, to keep every `Result` small).
+        stored: Box<[u8]>,
         /// Why decoding failed.
-        reason: String,
+        reason: Box<str>,
     },
     /// Storage no longer holds events a subscription still needed (removed by retention or
     /// truncation): the seqs `from..to` of `topic` are gone. The stream continues at `to`.
