@@ -36,6 +36,7 @@ mod config;
 mod consumer;
 mod env;
 mod error;
+mod group;
 mod page;
 mod port;
 mod publish;

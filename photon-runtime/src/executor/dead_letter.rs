@@ -240,7 +240,7 @@ impl DeadLetter {
                 stored: None,
                 undecodable: Some(UndecodableRecord {
                     stored_base64: BASE64.encode(stored),
-                    reason: reason.clone(),
+                    reason: reason.to_string(),
                 }),
                 omitted: None,
             },
