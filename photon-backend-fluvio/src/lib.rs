@@ -53,12 +53,14 @@
 mod checkpoint;
 mod codec;
 mod config;
+mod connection;
 mod consumer;
 mod fetch;
 mod port;
 mod publish;
 mod retention;
 pub mod stream_shard;
+mod tail;
 mod topic;
 
 pub use config::{

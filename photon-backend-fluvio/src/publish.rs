@@ -149,6 +149,14 @@ impl FluvioStoragePort {
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
         self.inner.failed_send.take()?;
         let inner = &self.inner;
+        crate::tail::pass(|| {
+            crate::tail::gate_name(
+                &inner.config.endpoint,
+                &inner.config.prefix,
+                &draft.topic_name,
+            )
+        })
+        .await;
         let shards = inner.config.topic_shards;
         let shard = shard_for_key(draft.topic_key.as_deref(), shards);
         let name = fluvio_topic_name(&inner.config.prefix, &draft.topic_name, shard, shards);
