@@ -15,7 +15,15 @@
 //!   never ahead of an acknowledged event). A shard without either starts at its beginning
 //!   (or at the tail when the subscription has no checkpoint at all and asks for it).
 //! - With [`ReplayCursor::TailOnly`](crate::ReplayCursor) every shard starts at the end.
-//! - A reader that loses its connection reopens at the next offset it needs.
+//! - A reader that loses its stream reopens it at the next offset it needs; from the second
+//!   failure in a row it first replaces the port's stream connection (a process that only
+//!   consumes recovers from an SPU restart this way). A reader that receives nothing for
+//!   3 s while its partition holds records it has not read treats its stream as broken.
+//!   A reader failing for 10 s logs a warning; after 60 s its subscriber gets one
+//!   `PhotonError::Unavailable` item per outage, and the reader keeps trying.
+//! - A record whose envelope id the reader saw within the last
+//!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
+//!   dropped; see [`crate::dedup`].
 //! - A key filter is applied by the reader (Fluvio cannot filter by key server-side
 //!   without a SmartModule); the reader only reads the key's shard.
 
@@ -30,6 +38,7 @@ use tokio::sync::mpsc;
 
 use crate::codec::{decode_value, event_id};
 use crate::config::ReplayCursor;
+use crate::dedup::RecentIds;
 use crate::fetch::{end_offset, open};
 use crate::port::FluvioStoragePort;
 use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
@@ -123,6 +132,7 @@ impl FluvioStoragePort {
         request: &SubscribeRequest,
         wanted: &[u32],
     ) -> Result<BTreeMap<u32, i64>> {
+        self.check_layout(&request.topic).await?;
         let inner = &self.inner;
         let shards = inner.config.topic_shards;
         let stored = match &request.durable {
@@ -223,6 +233,9 @@ impl ShardReader {
         let shards = inner.config.topic_shards;
         let name = fluvio_topic_name(&inner.config.prefix, &self.topic, self.shard, shards);
         let mut outage: Option<Outage> = None;
+        // Kept across reopened streams: a retried append's two copies can lie on both
+        // sides of a reconnect.
+        let mut recent = RecentIds::default();
         loop {
             let start = match Offset::absolute(self.next) {
                 Ok(start) => start,
@@ -234,7 +247,7 @@ impl ShardReader {
                 () = self.sender.closed() => return,
             };
             let cause = match opened {
-                Ok(stream) => match self.forward(stream, &name, &mut outage).await {
+                Ok(stream) => match self.forward(stream, &name, &mut outage, &mut recent).await {
                     Some(cause) => cause,
                     None => return,
                 },
@@ -258,6 +271,7 @@ impl ShardReader {
             > + Unpin,
         name: &str,
         outage: &mut Option<Outage>,
+        recent: &mut RecentIds,
     ) -> Option<String> {
         let inner = self.port.inner.clone();
         let shards = inner.config.topic_shards;
@@ -327,6 +341,12 @@ impl ShardReader {
                     let id = event_id(name, 0, record.offset());
                     let seq = seq_of(record.offset(), self.shard, shards);
                     let decoded = decode_value(record.value(), &self.topic, id, seq);
+                    if let Ok(decoded) = &decoded {
+                        if !recent.first_time(&decoded.envelope_id) {
+                            tracing::debug!(port = "fluvio", topic = %name, offset = record.offset(), "second copy of a retried append dropped");
+                            continue;
+                        }
+                    }
                     if self.sender.send(decoded).await.is_err() {
                         return None;
                     }

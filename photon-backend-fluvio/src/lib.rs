@@ -55,7 +55,9 @@ mod codec;
 mod config;
 mod connection;
 mod consumer;
+mod dedup;
 mod fetch;
+mod layout;
 mod port;
 mod publish;
 mod retention;
@@ -67,6 +69,8 @@ pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
+pub use dedup::DEDUP_WINDOW;
+pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};

@@ -17,6 +17,7 @@ use crate::config::{FluvioConfig, ReplayCursor};
 use crate::connection::{Connection, Role};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
+use crate::layout::Layouts;
 use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
 use crate::stream_shard::{seq_of, shard_for_key, shard_of_seq};
 use crate::topic::{
@@ -49,6 +50,7 @@ pub(crate) struct Inner {
     pub(crate) failed_send: FailedSend,
     pub(crate) acks: AckWatch,
     pub(crate) checkpoints: Checkpoints,
+    pub(crate) layouts: Layouts,
     groups: GroupDispatchers,
     mirror: mpsc::UnboundedSender<(CheckpointKey, i64)>,
 }
@@ -97,6 +99,7 @@ impl FluvioStoragePort {
             failed_send: FailedSend::default(),
             acks: AckWatch::default(),
             checkpoints: Checkpoints::default(),
+            layouts: Layouts::default(),
             groups: GroupDispatchers::default(),
             mirror,
         });
@@ -116,6 +119,15 @@ impl FluvioStoragePort {
             config: &self.inner.config,
             topics: &self.inner.topics,
         }
+    }
+
+    /// Refuses a topic stored in another layout (see [`crate::layout`]).
+    pub(crate) async fn check_layout(&self, topic: &str) -> Result<()> {
+        let inner = &self.inner;
+        inner
+            .layouts
+            .check(&inner.fluvio(), &inner.config, &inner.topics, topic)
+            .await
     }
 
     async fn find(&self, event_id: &str) -> Result<Option<Record>> {
@@ -181,6 +193,7 @@ impl StoragePort for FluvioStoragePort {
     }
 
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        self.check_layout(&key.topic).await?;
         let positions = self
             .inner
             .checkpoints
@@ -197,6 +210,7 @@ impl StoragePort for FluvioStoragePort {
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        self.check_layout(&key.topic).await?;
         let written = self
             .inner
             .checkpoints
