@@ -264,11 +264,11 @@ impl ShardReader {
     async fn forward(
         &mut self,
         mut stream: impl ConsumerStream<
-                Item = std::result::Result<
-                    fluvio::consumer::Record,
-                    fluvio::dataplane::link::ErrorCode,
-                >,
-            > + Unpin,
+            Item = std::result::Result<
+                fluvio::consumer::Record,
+                fluvio::dataplane::link::ErrorCode,
+            >,
+        >,
         name: &str,
         outage: &mut Option<Outage>,
         recent: &mut RecentIds,
