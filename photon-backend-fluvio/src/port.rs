@@ -19,7 +19,7 @@ use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
 use crate::layout::Layouts;
 use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
-use crate::stream_shard::{seq_of, shard_for_key, shard_of_seq};
+use crate::stream_shard::{seq_of, shard_of_seq};
 use crate::topic::{
     checkpoints_topic_name, consumer_group_for, ensure_topic, fluvio_topic_name,
     snapshot_topic_name, Topics,
@@ -201,10 +201,10 @@ impl StoragePort for FluvioStoragePort {
             .await?;
         // The lowest shard position: resuming every shard after it loses nothing (see
         // `photon_core::shard::resume_seq`); durable subscriptions resume shard by shard.
-        let shards = self.inner.config.topic_shards;
-        let wanted: Vec<u32> = match key.key.as_deref() {
-            Some(topic_key) => vec![shard_for_key(Some(topic_key), shards)],
-            None => (0..shards).collect(),
+        // A key lives in one shard: its positions come from that shard's seqs.
+        let wanted: Vec<u32> = match key.key {
+            Some(_) => positions.keys().copied().collect(),
+            None => (0..self.inner.config.topic_shards).collect(),
         };
         Ok(photon_core::shard::resume_seq(&positions, wanted))
     }

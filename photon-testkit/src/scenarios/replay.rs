@@ -1,5 +1,6 @@
 //! Replay positions and checkpoints.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -36,13 +37,49 @@ pub async fn after_seq_exact(ctx: Context) {
     }
 }
 
-/// Commit 10 then 7: load returns 10. Two writers racing 1..=1000 end at 1000.
+/// The lanes (shards) a port spreads seqs over, and the highest seq of each lane up to
+/// `bound`.
+fn lane_maxima(port: &dyn photon_core::StoragePort, topic: &str, bound: i64) -> BTreeMap<u32, i64> {
+    let mut maxima = BTreeMap::new();
+    for seq in 1..=bound {
+        maxima.insert(port.checkpoint_lane(topic, seq), seq);
+    }
+    maxima
+}
+
+/// Commits `seq`, and in every other lane the first seq above it, so that every lane has a
+/// position and a sharded port's load (the lowest lane position) is `seq` itself.
+async fn commit_in_every_lane(
+    port: &dyn photon_core::StoragePort,
+    key: &CheckpointKey,
+    seq: i64,
+    lanes: usize,
+) {
+    let mut done = std::collections::BTreeSet::new();
+    let mut next = seq;
+    while done.len() < lanes {
+        if done.insert(port.checkpoint_lane(&key.topic, next)) {
+            port.commit_checkpoint(key, next).await.unwrap();
+        }
+        next += 1;
+    }
+}
+
+/// Commit 10 then a lower seq of the same lane: load returns 10. Two writers racing
+/// 1..=1000 end at the resume position of 1000 (1000 itself on an unsharded port).
 pub async fn checkpoint_monotonic(ctx: Context) {
     let port = ctx.port().await;
     let key = CheckpointKey::new(ctx.subscription("mono"), ctx.topic("t"), None);
+    let lanes = lane_maxima(port.as_ref(), &key.topic, 1000);
     assert_eq!(port.load_checkpoint(&key).await.unwrap(), None);
-    port.commit_checkpoint(&key, 10).await.unwrap();
-    port.commit_checkpoint(&key, 7).await.unwrap();
+    commit_in_every_lane(port.as_ref(), &key, 10, lanes.len()).await;
+    assert_eq!(port.load_checkpoint(&key).await.unwrap(), Some(10));
+    let lane = port.checkpoint_lane(&key.topic, 10);
+    let lower = (1..10)
+        .rev()
+        .find(|seq| port.checkpoint_lane(&key.topic, *seq) == lane)
+        .unwrap_or(7);
+    port.commit_checkpoint(&key, lower).await.unwrap();
     assert_eq!(port.load_checkpoint(&key).await.unwrap(), Some(10));
 
     let race = CheckpointKey::new(ctx.subscription("race"), ctx.topic("t"), None);
@@ -58,7 +95,12 @@ pub async fn checkpoint_monotonic(ctx: Context) {
     for writer in writers {
         writer.await.unwrap();
     }
-    assert_eq!(port.load_checkpoint(&race).await.unwrap(), Some(1000));
+    // Every lane ends at its highest seq up to 1000; the load is the lowest of them.
+    let expected = lanes.values().copied().min();
+    assert_eq!(port.load_checkpoint(&race).await.unwrap(), expected);
+    if lanes.len() == 1 {
+        assert_eq!(expected, Some(1000));
+    }
 }
 
 /// One subscription name on two topics, and on two keys of one topic: separate checkpoints.
@@ -72,10 +114,15 @@ pub async fn checkpoint_isolation(ctx: Context) {
         CheckpointKey::new(&name, ctx.topic("one"), Some("k2")),
         CheckpointKey::new(ctx.subscription("iso2"), ctx.topic("one"), None),
     ];
+    let lanes = lane_maxima(port.as_ref(), &keys[0].topic, 1000).len();
     for (i, key) in keys.iter().enumerate().take(4) {
-        port.commit_checkpoint(key, (i as i64 + 1) * 100)
-            .await
-            .unwrap();
+        let seq = (i as i64 + 1) * 100;
+        if key.key.is_some() {
+            // A key lives in one lane: its checkpoint has one position.
+            port.commit_checkpoint(key, seq).await.unwrap();
+        } else {
+            commit_in_every_lane(port.as_ref(), key, seq, lanes).await;
+        }
     }
     for (i, key) in keys.iter().enumerate().take(4) {
         assert_eq!(
@@ -154,6 +201,17 @@ pub async fn durable_resume_on_drop(ctx: Context) {
     drop(stream);
     drop(committer);
     let port = store.port().clone();
+    // Unkeyed events all live in one lane. On a sharded port the other lanes (empty here)
+    // get a position above `last`, so that the load, the lowest lane position, is `last`
+    // once the dropped committer's commit has landed.
+    let lane = port.checkpoint_lane(&topic, last);
+    let lanes = lane_maxima(port.as_ref(), &topic, 1000);
+    for other in lanes.keys().filter(|l| **l != lane) {
+        let above = (last + 1..)
+            .find(|seq| port.checkpoint_lane(&topic, *seq) == *other)
+            .unwrap();
+        port.commit_checkpoint(&key, above).await.unwrap();
+    }
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while port.load_checkpoint(&key).await.unwrap() != Some(last) {
         assert!(
