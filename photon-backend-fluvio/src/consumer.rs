@@ -4,7 +4,9 @@
 //!   topic interleaves shards (no order across keys of different shards). Unkeyed events
 //!   all live in shard 0 and keep their order.
 //! - Start positions are resolved in a background task started by `subscribe`, so a
-//!   subscription is established (and `StartAt::Tail` fixed) even before it is polled.
+//!   subscription is established even before it is polled. Until a tail position is read,
+//!   appends to the topic from this process wait (see [`crate::tail`]): a tail
+//!   subscription includes everything appended after `subscribe` returns.
 //! - `StartAt::AfterSeq(s)` yields exactly the events with `seq > s`. With `n` shards
 //!   (`seq = (offset + 1) × n + shard`), shard `i` starts at the first offset `o` with
 //!   `(o + 1) × n + i > s`; each shard is filtered by the seq space of its own.
@@ -18,7 +20,8 @@
 //! - A reader that loses its stream reopens it at the next offset it needs; from the second
 //!   failure in a row it first replaces the port's stream connection (a process that only
 //!   consumes recovers from an SPU restart this way). A reader that receives nothing for
-//!   3 s while its partition holds records it has not read treats its stream as broken.
+//!   two 5 s checks while its partition holds records it has not read treats its stream
+//!   as broken.
 //!   A reader failing for 10 s logs a warning; after 60 s its subscriber gets one
 //!   `PhotonError::Unavailable` item per outage, and the reader keeps trying.
 //! - A record whose envelope id the reader saw within the last
@@ -49,7 +52,7 @@ use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
 const BUFFER: usize = 1024;
 
 /// How long a reader may receive nothing before it checks that its stream still works.
-const PROBE_EVERY: Duration = Duration::from_secs(3);
+const PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long that check may take.
 const PROBE_DEADLINE: Duration = Duration::from_secs(5);
