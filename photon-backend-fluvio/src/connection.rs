@@ -14,13 +14,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use fluvio::{Fluvio, FluvioClusterConfig};
-use fluvio_future::net::tcp_stream::{stream_with_opts, KeepaliveOpts, SocketOpts};
-use fluvio_future::net::{
-    AsConnectionFd, BoxReadConnection, BoxWriteConnection, ConnectionFd, DomainConnector,
-    TcpDomainConnector,
-};
 use photon_core::{PhotonError, Result};
 
 use crate::topic::unavailable;
@@ -110,48 +104,10 @@ impl Connection {
     }
 }
 
-/// Plain TCP with `TCP_NODELAY` (and the client's usual keepalive).
-///
-/// With Nagle's algorithm on, as the client's default connector leaves it, a consumer's
-/// small offset update waits for the TCP ack of the previous one, which the SPU delays by
-/// up to 40 ms (it sends no reply to it); and the SPU sends no new records to a consumer
-/// until that update arrives. That made every publish-to-subscriber round trip about 44 ms.
-#[derive(Clone, Default)]
-struct NoDelayConnector;
-
-#[async_trait]
-impl TcpDomainConnector for NoDelayConnector {
-    async fn connect(
-        &self,
-        addr: &str,
-    ) -> std::io::Result<(BoxWriteConnection, BoxReadConnection, ConnectionFd)> {
-        let options = SocketOpts {
-            nodelay: Some(true),
-            keepalive: Some(KeepaliveOpts::default()),
-        };
-        let stream = stream_with_opts(addr, Some(options)).await?;
-        let fd = stream.as_connection_fd();
-        Ok((Box::new(stream.clone()), Box::new(stream), fd))
-    }
-
-    fn new_domain(&self, _domain: String) -> DomainConnector {
-        Box::new(self.clone())
-    }
-
-    fn domain(&self) -> &str {
-        "localhost"
-    }
-
-    fn clone_box(&self) -> DomainConnector {
-        Box::new(self.clone())
-    }
-}
-
-/// Connects to the SC within [`CONNECT_TIMEOUT`], over [`NoDelayConnector`].
+/// Connects to the SC within [`CONNECT_TIMEOUT`].
 async fn open_client(endpoint: &str) -> Result<Fluvio> {
     let cluster = FluvioClusterConfig::new(endpoint.to_owned());
-    let connecting = Fluvio::connect_with_connector(Box::new(NoDelayConnector), &cluster);
-    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+    match tokio::time::timeout(CONNECT_TIMEOUT, Fluvio::connect_with_config(&cluster)).await {
         Ok(Ok(fluvio)) => Ok(fluvio),
         Ok(Err(err)) => Err(unavailable(format!("cannot connect to {endpoint}"), err)),
         Err(_) => Err(PhotonError::Unavailable {
