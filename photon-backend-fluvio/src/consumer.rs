@@ -23,7 +23,9 @@
 //!   two 5 s checks while its partition holds records it has not read treats its stream
 //!   as broken.
 //!   A reader failing for 10 s logs a warning; after 60 s its subscriber gets one
-//!   `PhotonError::Unavailable` item per outage, and the reader keeps trying.
+//!   `PhotonError::Unavailable` item per outage, and the reader keeps trying. Resolving
+//!   the start positions is retried the same way for up to 60 s; then the subscriber gets
+//!   the error and the stream ends.
 //! - A record whose envelope id the reader saw within the last
 //!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
 //!   dropped; see [`crate::dedup`].
@@ -107,7 +109,26 @@ impl FluvioStoragePort {
             Some(key) => vec![shard_for_key(Some(key), shards)],
             None => (0..shards).collect(),
         };
-        let starts = self.start_offsets(&request, &wanted).await;
+        // A cluster that cannot be reached (an SPU restarting) is retried like a reader's
+        // stream; a refused request (a layout mismatch) is reported at once.
+        let since = Instant::now();
+        let mut failures = 0u32;
+        let starts = loop {
+            let client = self.inner.fluvio();
+            match self.start_offsets(&request, &wanted).await {
+                Err(err @ PhotonError::Unavailable { .. })
+                    if since.elapsed() < REPORT_AFTER && !sender.is_closed() =>
+                {
+                    failures += 1;
+                    if failures >= 2 {
+                        self.inner.reconnect(&client).await;
+                    }
+                    tracing::debug!(port = "fluvio", topic = %request.topic, %err, "subscription start retried");
+                    tokio::time::sleep(RETRY_PAUSE * failures.min(10)).await;
+                }
+                other => break other,
+            }
+        };
         drop(gate);
         let starts = match starts {
             Ok(starts) => starts,

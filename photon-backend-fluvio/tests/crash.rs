@@ -94,7 +94,15 @@ async fn crash_child() {
                 CheckpointCommitter::new(port.clone(), key.clone(), FlushPolicy::default());
             let mut stream = store.subscribe_after_checkpoint(key, StartPolicy::Beginning);
             while let Some(event) = stream.next().await {
-                let event = event.unwrap();
+                // An error item (the cluster unreachable while the SPU restarts) ends this
+                // incarnation as a crash would; the next one resumes from the checkpoint.
+                let event = match event {
+                    Ok(event) => event,
+                    Err(err) => {
+                        eprintln!("consumer {incarnation}: {err}");
+                        std::process::exit(3);
+                    }
+                };
                 let i = event.payload["i"].as_i64().unwrap();
                 let key = event.topic_key.clone().unwrap();
                 append_line(&mut log, &format!("{incarnation} {key} {i}"));
