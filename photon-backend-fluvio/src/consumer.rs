@@ -4,7 +4,9 @@
 //!   topic interleaves shards (no order across keys of different shards). Unkeyed events
 //!   all live in shard 0 and keep their order.
 //! - Start positions are resolved in a background task started by `subscribe`, so a
-//!   subscription is established (and `StartAt::Tail` fixed) even before it is polled.
+//!   subscription is established even before it is polled. Until a tail position is read,
+//!   appends to the topic from this process wait (see [`crate::tail`]): a tail
+//!   subscription includes everything appended after `subscribe` returns.
 //! - `StartAt::AfterSeq(s)` yields exactly the events with `seq > s`. With `n` shards
 //!   (`seq = (offset + 1) × n + shard`), shard `i` starts at the first offset `o` with
 //!   `(o + 1) × n + i > s`; each shard is filtered by the seq space of its own.
@@ -15,12 +17,23 @@
 //!   never ahead of an acknowledged event). A shard without either starts at its beginning
 //!   (or at the tail when the subscription has no checkpoint at all and asks for it).
 //! - With [`ReplayCursor::TailOnly`](crate::ReplayCursor) every shard starts at the end.
-//! - A reader that loses its connection reopens at the next offset it needs.
+//! - A reader that loses its stream reopens it at the next offset it needs; from the second
+//!   failure in a row it first replaces the port's stream connection (a process that only
+//!   consumes recovers from an SPU restart this way). A reader that receives nothing for
+//!   two 5 s checks while its partition holds records it has not read treats its stream
+//!   as broken.
+//!   A reader failing for 10 s logs a warning; after 60 s its subscriber gets one
+//!   `PhotonError::Unavailable` item per outage, and the reader keeps trying. Resolving
+//!   the start positions is retried the same way for up to 60 s; then the subscriber gets
+//!   the error and the stream ends.
+//! - A record whose envelope id the reader saw within the last
+//!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
+//!   dropped; see [`crate::dedup`].
 //! - A key filter is applied by the reader (Fluvio cannot filter by key server-side
 //!   without a SmartModule); the reader only reads the key's shard.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fluvio::consumer::{ConsumerConfigExtBuilder, ConsumerStream, OffsetManagementStrategy};
 use fluvio::Offset;
@@ -30,13 +43,30 @@ use tokio::sync::mpsc;
 
 use crate::codec::{decode_value, event_id};
 use crate::config::ReplayCursor;
+use crate::dedup::RecentIds;
 use crate::fetch::{end_offset, open};
 use crate::port::FluvioStoragePort;
 use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
+use crate::tail::{gate_name, TailGate};
 use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
 
 /// Records buffered between the shard readers and the subscriber.
 const BUFFER: usize = 1024;
+
+/// How long a reader may receive nothing before it checks that its stream still works.
+const PROBE_EVERY: Duration = Duration::from_secs(5);
+
+/// How long that check may take.
+const PROBE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Pause before reopening a failed stream, times the failures in a row (at most 10).
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// How long a reader fails before it logs a warning.
+pub(crate) const WARN_AFTER: Duration = Duration::from_secs(10);
+
+/// How long a reader fails before its subscriber gets an error item.
+pub(crate) const REPORT_AFTER: Duration = Duration::from_secs(60);
 
 impl FluvioStoragePort {
     pub(crate) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
@@ -46,8 +76,19 @@ impl FluvioStoragePort {
                 PhotonError::Closed("fluvio subscription (no tokio runtime)".into()),
             ))));
         };
+        // Closed before `subscribe` returns: an append to the topic made after that waits
+        // until the tail position is read, so the subscription sees it.
+        let at_tail = request.start == StartAt::Tail
+            || self.inner.config.replay_cursor == ReplayCursor::TailOnly;
+        let gate = at_tail.then(|| {
+            TailGate::close(gate_name(
+                &self.inner.config.endpoint,
+                &self.inner.config.prefix,
+                &request.topic,
+            ))
+        });
         let port = self.clone();
-        runtime.spawn(async move { port.start_readers(request, sender).await });
+        runtime.spawn(async move { port.start_readers(request, sender, gate).await });
         Box::pin(futures::stream::unfold(
             receiver,
             |mut receiver| async move {
@@ -61,13 +102,35 @@ impl FluvioStoragePort {
         &self,
         request: SubscribeRequest,
         sender: mpsc::Sender<Result<photon_core::Record>>,
+        gate: Option<TailGate>,
     ) {
         let shards = self.inner.config.topic_shards;
         let wanted: Vec<u32> = match request.key.as_deref() {
             Some(key) => vec![shard_for_key(Some(key), shards)],
             None => (0..shards).collect(),
         };
-        let starts = match self.start_offsets(&request, &wanted).await {
+        // A cluster that cannot be reached (an SPU restarting) is retried like a reader's
+        // stream; a refused request (a layout mismatch) is reported at once.
+        let since = Instant::now();
+        let mut failures = 0u32;
+        let starts = loop {
+            let client = self.inner.fluvio();
+            match self.start_offsets(&request, &wanted).await {
+                Err(err @ PhotonError::Unavailable { .. })
+                    if since.elapsed() < REPORT_AFTER && !sender.is_closed() =>
+                {
+                    failures += 1;
+                    if failures >= 2 {
+                        self.inner.reconnect(&client).await;
+                    }
+                    tracing::debug!(port = "fluvio", topic = %request.topic, %err, "subscription start retried");
+                    tokio::time::sleep(RETRY_PAUSE * failures.min(10)).await;
+                }
+                other => break other,
+            }
+        };
+        drop(gate);
+        let starts = match starts {
             Ok(starts) => starts,
             Err(err) => {
                 let _ = sender.send(Err(err)).await;
@@ -93,6 +156,7 @@ impl FluvioStoragePort {
         request: &SubscribeRequest,
         wanted: &[u32],
     ) -> Result<BTreeMap<u32, i64>> {
+        self.check_layout(&request.topic).await?;
         let inner = &self.inner;
         let shards = inner.config.topic_shards;
         let stored = match &request.durable {
@@ -179,60 +243,191 @@ struct ShardReader {
     sender: mpsc::Sender<Result<photon_core::Record>>,
 }
 
+/// A reader's run of failures, from the first one to the next record.
+struct Outage {
+    since: Instant,
+    failures: u32,
+    warned: bool,
+    reported: bool,
+}
+
 impl ShardReader {
     async fn run(mut self) {
         let inner = self.port.inner.clone();
         let shards = inner.config.topic_shards;
         let name = fluvio_topic_name(&inner.config.prefix, &self.topic, self.shard, shards);
+        let mut outage: Option<Outage> = None;
+        // Kept across reopened streams: a retried append's two copies can lie on both
+        // sides of a reconnect.
+        let mut recent = RecentIds::default();
         loop {
             let start = match Offset::absolute(self.next) {
                 Ok(start) => start,
                 Err(_) => Offset::beginning(),
             };
-            let client = inner.fluvio();
+            let client = inner.stream.current();
             let opened = tokio::select! {
                 opened = open(&client, &name, start, true) => opened,
                 () = self.sender.closed() => return,
             };
-            let mut stream = match opened {
-                Ok(stream) => stream,
-                Err(err) => {
-                    tracing::debug!(port = "fluvio", topic = %name, %err, "reopening subscription");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
+            let cause = match opened {
+                Ok(stream) => match self.forward(stream, &name, &mut outage, &mut recent).await {
+                    Some(cause) => cause,
+                    None => return,
+                },
+                Err(err) => err.to_string(),
             };
-            loop {
-                let item = tokio::select! {
-                    item = stream.next() => item,
-                    () = self.sender.closed() => return,
-                };
-                match item {
-                    Some(Ok(record)) => {
-                        if record.offset() < self.next {
+            if !self.trouble(&mut outage, &client, &name, cause).await {
+                return;
+            }
+        }
+    }
+
+    /// Forwards records until the stream fails (returns why) or the subscriber is gone
+    /// (`None`).
+    async fn forward(
+        &mut self,
+        mut stream: impl ConsumerStream<
+            Item = std::result::Result<
+                fluvio::consumer::Record,
+                fluvio::dataplane::link::ErrorCode,
+            >,
+        >,
+        name: &str,
+        outage: &mut Option<Outage>,
+        recent: &mut RecentIds,
+    ) -> Option<String> {
+        let inner = self.port.inner.clone();
+        let shards = inner.config.topic_shards;
+        // One timer for the whole stream, reset only when it fires: a timer per record
+        // would cost every record a shared timer-wheel lock.
+        let probe = tokio::time::sleep(PROBE_EVERY);
+        tokio::pin!(probe);
+        let mut received = false;
+        let mut behind = 0u32;
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                () = self.sender.closed() => return None,
+                () = &mut probe => {
+                    probe.as_mut().reset(tokio::time::Instant::now() + PROBE_EVERY);
+                    if std::mem::take(&mut received) {
+                        behind = 0;
+                        continue;
+                    }
+                    // Quiet: either nothing was appended, or the stream silently stopped
+                    // (a socket to a restarted SPU). The end offset, read on the publish
+                    // connection, tells the two apart.
+                    let publish = inner.fluvio();
+                    let end = tokio::time::timeout(PROBE_DEADLINE, end_offset(&publish, name)).await;
+                    if !matches!(end, Ok(Ok(_))) {
+                        // A consume-only process has no failed send to notice a broken
+                        // publish connection by: this is where it is noticed.
+                        inner.reconnect(&publish).await;
+                    }
+                    match end {
+                        Ok(Ok(end)) if end <= self.next => {
+                            behind = 0;
                             continue;
                         }
-                        self.next = record.offset() + 1;
-                        if let Some(key) = &self.key {
-                            if record.key() != Some(key.as_bytes()) {
+                        Ok(Ok(end)) => {
+                            behind += 1;
+                            if behind < 2 {
                                 continue;
                             }
+                            return Some(format!(
+                                "no record for {:?} although the partition ends at {end} and the next to read is {}",
+                                PROBE_EVERY * 2, self.next
+                            ));
                         }
-                        let id = event_id(&name, 0, record.offset());
-                        let seq = seq_of(record.offset(), self.shard, shards);
-                        let decoded = decode_value(record.value(), &self.topic, id, seq);
-                        if self.sender.send(decoded).await.is_err() {
-                            return;
-                        }
+                        Ok(Err(err)) => return Some(format!("cannot read the end offset: {err}")),
+                        Err(_) => return Some(format!("no end offset within {PROBE_DEADLINE:?}")),
                     }
-                    Some(Err(code)) => {
-                        tracing::debug!(port = "fluvio", topic = %name, %code, "subscription error; reopening");
-                        break;
-                    }
-                    None => break,
                 }
+            };
+            match item {
+                Some(Ok(record)) => {
+                    received = true;
+                    if let Some(past) = outage.take() {
+                        if past.warned {
+                            tracing::warn!(port = "fluvio", topic = %name, "subscription recovered after {:?}", past.since.elapsed());
+                        }
+                    }
+                    if record.offset() < self.next {
+                        continue;
+                    }
+                    self.next = record.offset() + 1;
+                    if let Some(key) = &self.key {
+                        if record.key() != Some(key.as_bytes()) {
+                            continue;
+                        }
+                    }
+                    let id = event_id(name, 0, record.offset());
+                    let seq = seq_of(record.offset(), self.shard, shards);
+                    let decoded = decode_value(record.value(), &self.topic, id, seq);
+                    if let Ok(decoded) = &decoded {
+                        if !recent.first_time(&decoded.envelope_id) {
+                            tracing::debug!(port = "fluvio", topic = %name, offset = record.offset(), "second copy of a retried append dropped");
+                            continue;
+                        }
+                    }
+                    if self.sender.send(decoded).await.is_err() {
+                        return None;
+                    }
+                }
+                Some(Err(code)) => return Some(format!("stream error: {code}")),
+                None => return Some("stream ended".to_owned()),
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Counts a failure: from the second one in a row the stream connection is replaced;
+    /// after [`WARN_AFTER`] it is logged as a warning, after [`REPORT_AFTER`] the subscriber
+    /// gets an [`PhotonError::Unavailable`] item (once per outage; the reader keeps
+    /// trying). Returns `false` when the subscriber is gone.
+    async fn trouble(
+        &self,
+        outage: &mut Option<Outage>,
+        client: &std::sync::Arc<fluvio::Fluvio>,
+        name: &str,
+        cause: String,
+    ) -> bool {
+        let inner = &self.port.inner;
+        let state = outage.get_or_insert_with(|| Outage {
+            since: Instant::now(),
+            failures: 0,
+            warned: false,
+            reported: false,
+        });
+        state.failures += 1;
+        tracing::debug!(port = "fluvio", topic = %name, %cause, failures = state.failures, "reopening subscription");
+        if state.failures >= 2 {
+            // A failed reconnect is logged by `replace`; the next round tries again.
+            let _ = inner.stream.replace(client).await;
+        }
+        let down_for = state.since.elapsed();
+        if !state.warned && down_for >= WARN_AFTER {
+            state.warned = true;
+            tracing::warn!(port = "fluvio", topic = %name, %cause, "subscription cannot read for {down_for:?}; still retrying");
+        }
+        if !state.reported && down_for >= REPORT_AFTER {
+            state.reported = true;
+            let err = PhotonError::Unavailable {
+                backend: "fluvio",
+                message: format!(
+                    "subscription to {name} cannot read from offset {} for {down_for:?} ({cause}); still retrying",
+                    self.next
+                ),
+                source: None,
+            };
+            if self.sender.send(Err(err)).await.is_err() {
+                return false;
+            }
+        }
+        let pause = RETRY_PAUSE * state.failures.min(10);
+        tokio::select! {
+            () = tokio::time::sleep(pause) => true,
+            () = self.sender.closed() => false,
         }
     }
 }
@@ -261,7 +456,7 @@ pub(crate) async fn mirror_consumer_offsets(
         for ((id, name), offset) in latest {
             let stored = tokio::time::timeout(
                 Duration::from_secs(10),
-                store_consumer_offset(&inner.fluvio(), &id, &name, offset),
+                store_consumer_offset(&inner.stream.current(), &id, &name, offset),
             )
             .await;
             if !matches!(stored, Ok(Ok(()))) {

@@ -20,8 +20,8 @@ pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Opens a consumer on partition 0 of `topic` from `start`.
 ///
-/// `continuous = false` ends the stream at the end offset seen when it opens, and surfaces
-/// errors as items instead of reconnecting.
+/// `continuous = false` ends the stream at the end offset seen when it opens. Errors are
+/// items (the client's own retries are off): callers reconnect on their own terms.
 ///
 /// # Errors
 /// [`PhotonError::Unavailable`] when the topic does not show up or the cluster fails.
@@ -41,10 +41,8 @@ pub(crate) async fn open(
         .partition(0)
         .offset_start(start)
         .max_bytes(MAX_FETCH_BYTES)
-        .disable_continuous(!continuous);
-    if !continuous {
-        builder.retry_mode(RetryMode::Disabled);
-    }
+        .disable_continuous(!continuous)
+        .retry_mode(RetryMode::Disabled);
     let config = builder
         .build()
         .map_err(|e| unavailable(format!("consumer config for {topic}"), e))?;

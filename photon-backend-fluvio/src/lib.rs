@@ -35,10 +35,32 @@
 //!   Fluvio cannot hold as-is get a readable stem and a stable hash, see
 //!   [`stream_shard`] and the rules below). The prefix comes from [`PREFIX_ENV`].
 //! - Checkpoints live in `photon-checkpoints` (keyed commits, highest seq wins), with
-//!   snapshots in `photon-checkpoints-snapshot` so loading stays short without compaction.
+//!   snapshots in parts in `photon-checkpoints-snapshot`, so that loading reads about
+//!   twice the live checkpoints at most, however many commits were made.
 //! - Replay: with [`ReplayCursor::StreamSeq`] a seq is the produce offset + 1 (with `n`
 //!   shards, `(offset + 1) × n + shard`), so any seq maps back to an offset;
 //!   [`ReplayCursor::TailOnly`] starts every subscription at `Offset::end()`.
+//! - Layout: the first port to use a topic records its prefix and shard count in
+//!   [`LAYOUTS_TOPIC`]; a port with another shard count (or a prefix whose names reach
+//!   that layout's Fluvio topics) gets `PhotonError::Config` naming both values, since a
+//!   stored seq only means an offset under its own layout.
+//! - `load_checkpoint` returns the lowest shard position of a checkpoint (0 when a shard
+//!   has none): resuming every shard after it repeats events, never skips one. Durable
+//!   subscriptions resume each shard from its own position.
+//!
+//! # Connections and failures
+//!
+//! - Each port holds two connections: one for producers, admin and checkpoints, one for
+//!   the streaming consumers of subscriptions (a streaming consumer on a producer's
+//!   connection slows that producer's acks down by 30x or more). Each is replaced on its
+//!   own when it breaks, so a process that only consumes recovers from an SPU restart.
+//! - A subscription reader failing for 10 s logs a warning; after 60 s its subscriber gets
+//!   one `PhotonError::Unavailable` item per outage while the reader keeps trying.
+//! - `StartAt::Tail` includes every event appended after `subscribe` returns from any
+//!   port of the process: appends to the topic wait until the tail position is read.
+//! - A retried append stored twice is delivered once when the copies are at most
+//!   [`DEDUP_WINDOW`] records apart in their shard topic (the reader drops the second
+//!   copy by its envelope id).
 //!
 //! Name rules: Fluvio allows `[a-z0-9-]`, 63 characters, no `-` at either end. A Photon
 //! topic is used as-is when it fits those rules, has no `--`, and does not start with `s-`
@@ -55,18 +77,24 @@
 mod checkpoint;
 mod codec;
 mod config;
+mod connection;
 mod consumer;
+mod dedup;
 mod fetch;
+mod layout;
 mod port;
 mod publish;
 mod retention;
 pub mod stream_shard;
+mod tail;
 mod topic;
 
 pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
+pub use dedup::DEDUP_WINDOW;
+pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};

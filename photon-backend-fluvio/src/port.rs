@@ -1,35 +1,34 @@
 //! [`FluvioStoragePort`]: the `StoragePort` impl on a Fluvio cluster.
 
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use fluvio::{Fluvio, FluvioClusterConfig};
+use fluvio::Fluvio;
 use photon_core::{
-    Appended, CheckpointKey, DeliveryStream, GroupDispatchers, GroupRequest, PhotonError, Record,
-    RecordDraft, RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort,
-    SubscribeRequest, DEFAULT_MAX_PAYLOAD_BYTES,
+    Appended, CheckpointKey, DeliveryStream, GroupDispatchers, GroupRequest, Record, RecordDraft,
+    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
+    DEFAULT_MAX_PAYLOAD_BYTES,
 };
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::checkpoint::{Checkpoints, Context};
 use crate::codec::{decode_value, parse_event_id};
 use crate::config::{FluvioConfig, ReplayCursor};
+use crate::connection::{Connection, Role};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
+use crate::layout::Layouts;
 use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
 use crate::stream_shard::{seq_of, shard_of_seq};
 use crate::topic::{
     checkpoints_topic_name, consumer_group_for, ensure_topic, fluvio_topic_name,
-    snapshot_topic_name, unavailable, Topics,
+    snapshot_topic_name, Topics,
 };
-
-/// How long connecting to the SC may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Fluvio-backed storage port.
 ///
-/// Clones share one connection, producers and checkpoint state. Build it with
+/// Clones share the port's two connections (one for publishing, one for streaming
+/// subscriptions), producers and checkpoint state. Build it with
 /// [`FluvioStoragePortBuilder`](crate::FluvioStoragePortBuilder).
 ///
 /// Capabilities: `get_event`, consumer groups (Photon's in-process dispatcher over the
@@ -42,62 +41,32 @@ pub struct FluvioStoragePort {
 
 pub(crate) struct Inner {
     pub(crate) config: FluvioConfig,
-    client: RwLock<Arc<Fluvio>>,
-    reconnecting: tokio::sync::Mutex<()>,
+    /// Producers, admin, checkpoints and bounded reads.
+    pub(crate) publish: Connection,
+    /// Streaming consumers of subscriptions.
+    pub(crate) stream: Connection,
     pub(crate) topics: Topics,
     pub(crate) permits: Permits,
     pub(crate) failed_send: FailedSend,
     pub(crate) acks: AckWatch,
     pub(crate) checkpoints: Checkpoints,
+    pub(crate) layouts: Layouts,
     groups: GroupDispatchers,
     mirror: mpsc::UnboundedSender<(CheckpointKey, i64)>,
 }
 
 impl Inner {
-    /// The current client.
+    /// The current publish client.
     pub(crate) fn fluvio(&self) -> Arc<Fluvio> {
-        // Only a clone of the Arc happens under this lock.
-        self.client
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.publish.current()
     }
 
-    /// Replaces `failed` with a new connection (once, however many callers saw it fail):
-    /// after an SPU restart a client's SPU sockets do not always recover by themselves.
+    /// Replaces the publish connection `failed` (see [`Connection::replace`]) and drops
+    /// every producer opened on it.
     pub(crate) async fn reconnect(&self, failed: &Arc<Fluvio>) {
-        let _one_at_a_time = self.reconnecting.lock().await;
-        if !Arc::ptr_eq(&self.fluvio(), failed) {
-            return;
+        if let Ok(true) = self.publish.replace(failed).await {
+            self.topics.clear();
         }
-        match open_client(&self.config).await {
-            Ok(fresh) => {
-                *self.client.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
-                self.topics.clear();
-                tracing::info!(port = "fluvio", "reconnected after a failed send");
-            }
-            Err(err) => tracing::warn!(port = "fluvio", %err, "reconnect failed; will retry"),
-        }
-    }
-}
-
-/// Connects to the SC within [`CONNECT_TIMEOUT`].
-async fn open_client(config: &FluvioConfig) -> Result<Fluvio> {
-    let cluster = FluvioClusterConfig::new(config.endpoint.clone());
-    match tokio::time::timeout(CONNECT_TIMEOUT, Fluvio::connect_with_config(&cluster)).await {
-        Ok(Ok(fluvio)) => Ok(fluvio),
-        Ok(Err(err)) => Err(unavailable(
-            format!("cannot connect to {}", config.endpoint),
-            err,
-        )),
-        Err(_) => Err(PhotonError::Unavailable {
-            backend: "fluvio",
-            message: format!(
-                "no answer from {} within {CONNECT_TIMEOUT:?}",
-                config.endpoint
-            ),
-            source: None,
-        }),
     }
 }
 
@@ -113,21 +82,24 @@ impl FluvioStoragePort {
     /// Connects with resolved settings and makes sure the checkpoint topics exist.
     ///
     /// # Errors
-    /// [`PhotonError::Unavailable`] when the cluster cannot be reached in 20 s.
+    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached in 20 s.
     pub async fn connect(config: FluvioConfig) -> Result<Self> {
-        let fluvio = open_client(&config).await?;
+        let publish = Connection::open(Role::Publish, &config.endpoint).await?;
+        let fluvio = publish.current();
         ensure_topic(&fluvio, &config, &checkpoints_topic_name(&config.prefix)).await?;
         ensure_topic(&fluvio, &config, &snapshot_topic_name(&config.prefix)).await?;
+        let stream = Connection::open(Role::Stream, &config.endpoint).await?;
         let (mirror, updates) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             permits: Arc::new(Semaphore::new(config.max_inflight)),
             config,
-            client: RwLock::new(Arc::new(fluvio)),
-            reconnecting: tokio::sync::Mutex::new(()),
+            publish,
+            stream,
             topics: Topics::default(),
             failed_send: FailedSend::default(),
             acks: AckWatch::default(),
             checkpoints: Checkpoints::default(),
+            layouts: Layouts::default(),
             groups: GroupDispatchers::default(),
             mirror,
         });
@@ -147,6 +119,15 @@ impl FluvioStoragePort {
             config: &self.inner.config,
             topics: &self.inner.topics,
         }
+    }
+
+    /// Refuses a topic stored in another layout (see [`crate::layout`]).
+    pub(crate) async fn check_layout(&self, topic: &str) -> Result<()> {
+        let inner = &self.inner;
+        inner
+            .layouts
+            .check(&inner.fluvio(), &inner.config, &inner.topics, topic)
+            .await
     }
 
     async fn find(&self, event_id: &str) -> Result<Option<Record>> {
@@ -214,15 +195,24 @@ impl StoragePort for FluvioStoragePort {
     }
 
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        self.check_layout(&key.topic).await?;
         let positions = self
             .inner
             .checkpoints
             .positions(&self.checkpoint_context(), key)
             .await?;
-        Ok(positions.into_values().max())
+        // The lowest shard position: resuming every shard after it loses nothing (see
+        // `photon_core::shard::resume_seq`); durable subscriptions resume shard by shard.
+        // A key lives in one shard: its positions come from that shard's seqs.
+        let wanted: Vec<u32> = match key.key {
+            Some(_) => positions.keys().copied().collect(),
+            None => (0..self.inner.config.topic_shards).collect(),
+        };
+        Ok(photon_core::shard::resume_seq(&positions, wanted))
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        self.check_layout(&key.topic).await?;
         let written = self
             .inner
             .checkpoints

@@ -16,7 +16,9 @@
 //!   checks this every second ([`watch_acks`]), instead of a timer per append, which cost
 //!   every publish a shared timer-wheel lock.
 //! - A failed or cancelled append may still have been stored (Fluvio has no idempotent
-//!   producer): a retry can then store the event twice, with two seqs.
+//!   producer): a retry with the same draft can then store the event twice, with two seqs.
+//!   Subscriptions drop the second copy by its envelope id within
+//!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (see [`crate::dedup`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -149,13 +151,27 @@ impl FluvioStoragePort {
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
         self.inner.failed_send.take()?;
         let inner = &self.inner;
+        crate::tail::pass(|| {
+            crate::tail::gate_name(
+                &inner.config.endpoint,
+                &inner.config.prefix,
+                &draft.topic_name,
+            )
+        })
+        .await;
         let shards = inner.config.topic_shards;
         let shard = shard_for_key(draft.topic_key.as_deref(), shards);
         let name = fluvio_topic_name(&inner.config.prefix, &draft.topic_name, shard, shards);
-        let open = inner
-            .topics
-            .producer(|| inner.fluvio(), &inner.config, &name)
-            .await?;
+        let open = match inner.topics.cached(&name) {
+            Some(open) => open,
+            None => {
+                self.check_layout(&draft.topic_name).await?;
+                inner
+                    .topics
+                    .producer(|| inner.fluvio(), &inner.config, &name)
+                    .await?
+            }
+        };
         let value = encode_value(&draft)?;
         let key = match draft.topic_key {
             Some(key) => RecordKey::from(key.into_bytes()),

@@ -184,6 +184,16 @@ pub(crate) struct Topics {
 }
 
 impl Topics {
+    /// The open producer of a Fluvio topic, if there is one.
+    pub(crate) fn cached(&self, name: &str) -> Option<Arc<OpenProducer>> {
+        // Only a map lookup and a clone happen under this lock.
+        self.ready
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
     /// The producer of a Fluvio topic, creating the topic first when it is missing;
     /// `client` is asked for only then.
     ///

@@ -7,69 +7,26 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::FluvioFactory;
+use common::{owned_state, restart_spu, FluvioFactory};
 use futures::StreamExt;
 use photon_core::{EventStore, PhotonError, StartAt, TransportCrypto};
 use serde_json::json;
 
-fn state_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("PHOTON_FLUVIO_STATE").unwrap_or_else(|_| "/tmp/photon-fluvio".into()),
-    )
-}
-
-fn restart_spu(state: &Path) {
-    let pid = std::fs::read_to_string(state.join("spu.pid")).unwrap();
-    let pid = pid.trim();
-    assert!(
-        Command::new("kill").arg(pid).status().unwrap().success(),
-        "kill spu {pid}"
-    );
-    while Command::new("kill")
-        .args(["-0", pid])
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success()
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    // Started detached, like the script does, so the SPU outlives this test.
-    let cmd = state.join("spu.cmd");
-    let log = state.join("spu.log");
-    let started = Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "nohup bash {} >>{} 2>&1 </dev/null & echo $!",
-            cmd.display(),
-            log.display()
-        ))
-        .output()
-        .unwrap();
-    let pid = String::from_utf8(started.stdout).unwrap().trim().to_owned();
-    assert!(!pid.is_empty(), "spu not started");
-    std::fs::write(state.join("spu.pid"), pid).unwrap();
-}
+/// One SPU restart at a time: the tests of this file share the cluster's only SPU.
+static SPU: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spu_restart_loses_no_acknowledged_event() {
     let Some(factory) = FluvioFactory::from_env(1).await else {
         return;
     };
-    let state = state_dir();
-    if !std::fs::read_to_string(state.join("mode")).is_ok_and(|m| m.trim() == "owned") {
-        println!(
-            "skipped: the cluster was not started by scripts/fluvio-local.sh (no owned SPU in {})",
-            state.display()
-        );
+    let Some(state) = owned_state() else {
         return;
-    }
+    };
+    let _spu = SPU.lock().await;
     let store = EventStore::new(
         Arc::new(factory.port().await.unwrap()),
         TransportCrypto::plaintext(),
@@ -144,4 +101,108 @@ async fn spu_restart_loses_no_acknowledged_event() {
         wanted.len(),
         delivered.len()
     );
+}
+
+/// A port that only consumes (it never publishes, so no failed send can tell it that its
+/// connection broke) recovers from the SPU restart on its own and delivers every event
+/// exactly once: the publisher retries each append with the same draft, and the second
+/// copy of an append stored twice is dropped by its envelope id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_only_port_recovers_after_spu_restart() {
+    const EVENTS: i64 = 3000;
+    for shards in [1, 4] {
+        let Some(factory) = FluvioFactory::from_env(shards).await else {
+            return;
+        };
+        let Some(state) = owned_state() else {
+            return;
+        };
+        let _spu = SPU.lock().await;
+        let publishing = EventStore::new(
+            Arc::new(factory.port().await.unwrap()),
+            TransportCrypto::plaintext(),
+        );
+        let consuming = EventStore::new(
+            Arc::new(factory.port().await.unwrap()),
+            TransportCrypto::plaintext(),
+        );
+        let topic = "restart.consume-only";
+        let mut live = consuming.subscribe(topic, None, StartAt::Beginning);
+        let publisher = {
+            let store = publishing.clone();
+            tokio::spawn(async move {
+                for i in 0..EVENTS {
+                    let draft = store
+                        .draft(
+                            topic,
+                            Some(&format!("k{}", i % 8)),
+                            json!(null),
+                            json!({"i": i}),
+                        )
+                        .unwrap();
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+                    loop {
+                        match store.port().append(draft.clone()).await {
+                            Ok(_) => break,
+                            Err(err @ PhotonError::Unavailable { .. }) => {
+                                assert!(
+                                    tokio::time::Instant::now() < deadline,
+                                    "no recovery: {err}"
+                                );
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                            }
+                            Err(err) => panic!("append {i}: {err}"),
+                        }
+                    }
+                    if i % 100 == 0 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            })
+        };
+        // The consumer's streams are open and reading before the SPU goes away.
+        let first = tokio::time::timeout(Duration::from_secs(30), live.next())
+            .await
+            .expect("first event")
+            .expect("stream ended")
+            .expect("error item");
+        let mut per_key: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+        let mut note = |event: photon_core::Event| {
+            per_key
+                .entry(event.topic_key.clone().unwrap())
+                .or_default()
+                .push(event.payload["i"].as_i64().unwrap());
+        };
+        note(first);
+        let restarter = {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || restart_spu(&state))
+        };
+        restarter.await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        for received in 1..EVENTS {
+            let event = tokio::time::timeout_at(deadline, live.next())
+                .await
+                .unwrap_or_else(|_| panic!("{shards} shards: deadline after {received} events"))
+                .expect("stream ended")
+                .unwrap_or_else(|err| panic!("{shards} shards: error item: {err}"));
+            note(event);
+        }
+        publisher.await.unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), live.next())
+                .await
+                .is_err(),
+            "{shards} shards: an event beyond the {EVENTS} published"
+        );
+        for k in 0..8 {
+            let expected: Vec<i64> = (0..EVENTS).filter(|i| i % 8 == k).collect();
+            assert_eq!(
+                per_key.remove(&format!("k{k}")).unwrap_or_default(),
+                expected,
+                "{shards} shards, key k{k}: every event once, in order"
+            );
+        }
+        assert!(per_key.is_empty());
+    }
 }

@@ -8,8 +8,10 @@
 //! stored one is never written, so checkpoints never regress, also with writers racing.
 //!
 //! With several shards each shard of a topic has its own position (the shard is decoded
-//! from the seq, see [`crate::codec`]). `load_checkpoint` returns the highest of them;
-//! durable subscriptions read every shard's position and resume each shard from its own.
+//! from the seq, see [`crate::codec`]). `load_checkpoint` returns the lowest of them (0 when
+//! a shard has none), from which resuming every shard loses nothing (events of the shards
+//! that were further along are delivered again); durable subscriptions read every shard's
+//! position and resume each shard from its own.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

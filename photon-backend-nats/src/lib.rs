@@ -27,7 +27,8 @@
 //!   still strictly increasing per key. `StartAt::AfterSeq(s)` means "seq > s" under that
 //!   encoding, decoded per shard. **event_id** is `<stream>:<stream_seq>`.
 //! - **Checkpoints** are kept in a compare-and-set key-value stream, one subject per
-//!   checkpoint and shard; `load_checkpoint` returns the highest shard position, and durable
+//!   checkpoint and shard; `load_checkpoint` returns the lowest shard position (0 when a
+//!   shard has none), so resuming after it skips nothing and may repeat events, and durable
 //!   subscriptions resume each shard from its own position; a shard without one starts at
 //!   its beginning.
 //! - **Consumer groups** share a durable pull consumer per shard with one unacknowledged

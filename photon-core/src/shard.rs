@@ -42,6 +42,38 @@ pub fn first_position_after(after: i64, shard: u32, shards: u32) -> u64 {
     u64::try_from(position.max(1)).unwrap_or(u64::MAX)
 }
 
+/// The one seq from which resuming every shard of `wanted` loses nothing, given each
+/// shard's stored position (the seq of its last acknowledged record).
+///
+/// `StartAt::AfterSeq(s)` starts every shard at its first record with a seq above `s`, so
+/// the lowest position is the only safe single value: every other shard restarts at or
+/// before its own position (its records in between are delivered again, never skipped). A
+/// wanted shard without a position acknowledged nothing: the result is then 0 (every shard
+/// from its beginning). `None` when no wanted shard has a position.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use photon_core::shard::resume_seq;
+/// let positions = BTreeMap::from([(0, 400), (1, 10)]);
+/// assert_eq!(resume_seq(&positions, 0..2), Some(10));
+/// assert_eq!(resume_seq(&positions, 0..4), Some(0));
+/// assert_eq!(resume_seq(&BTreeMap::new(), 0..4), None);
+/// ```
+pub fn resume_seq(
+    positions: &std::collections::BTreeMap<u32, i64>,
+    wanted: impl IntoIterator<Item = u32>,
+) -> Option<i64> {
+    if positions.is_empty() {
+        return None;
+    }
+    let mut lowest: Option<i64> = None;
+    for shard in wanted {
+        let position = positions.get(&shard).copied().unwrap_or(0);
+        lowest = Some(lowest.map_or(position, |l| l.min(position)));
+    }
+    lowest.map(|l| l.max(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,12 @@ pub trait PhotonBackend: Send + Sync {
     ///
     /// # Contract
     /// - Returns `None` when no checkpoint exists.
+    /// - [`subscribe`](Self::subscribe) with `after_seq` set to the returned seq never
+    ///   skips an event that was not acknowledged. On a sharded broker topic (NATS, Fluvio
+    ///   with several shards) every shard keeps its own position and the returned seq is
+    ///   the lowest of them (0 when a shard of the checkpoint has none), so events of the
+    ///   shards that were further along are delivered again: duplicates, never losses.
+    ///   A durable subscription (`subscribe_after_checkpoint`) resumes each shard exactly.
     ///
     /// # Errors
     /// The port's storage errors.

@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use photon_backend_fluvio::{
@@ -95,4 +98,59 @@ impl PortFactory for FluvioFactory {
         output.wait().await.map_err(|err| failed("ack", &err))?;
         Ok(())
     }
+}
+
+/// The state directory of `scripts/fluvio-local.sh`.
+pub fn state_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("PHOTON_FLUVIO_STATE").unwrap_or_else(|_| "/tmp/photon-fluvio".into()),
+    )
+}
+
+/// Restarts the SPU the script started (SIGTERM, wait, start its command line again).
+pub fn restart_spu(state: &Path) {
+    let pid = std::fs::read_to_string(state.join("spu.pid")).unwrap();
+    let pid = pid.trim();
+    assert!(
+        Command::new("kill").arg(pid).status().unwrap().success(),
+        "kill spu {pid}"
+    );
+    while Command::new("kill")
+        .args(["-0", pid])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    // Started detached, like the script does, so the SPU outlives this test.
+    let cmd = state.join("spu.cmd");
+    let log = state.join("spu.log");
+    let started = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "nohup bash {} >>{} 2>&1 </dev/null & echo $!",
+            cmd.display(),
+            log.display()
+        ))
+        .output()
+        .unwrap();
+    let pid = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    assert!(!pid.is_empty(), "spu not started");
+    std::fs::write(state.join("spu.pid"), pid).unwrap();
+}
+
+/// The state directory of a cluster this test may restart the SPU of.
+pub fn owned_state() -> Option<PathBuf> {
+    let state = state_dir();
+    if std::fs::read_to_string(state.join("mode")).is_ok_and(|m| m.trim() == "owned") {
+        return Some(state);
+    }
+    println!(
+        "skipped: the cluster was not started by scripts/fluvio-local.sh (no owned SPU in {})",
+        state.display()
+    );
+    None
 }

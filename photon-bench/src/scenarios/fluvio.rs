@@ -3,9 +3,15 @@
 //! The raw side does the same work without Photon: the same JSON payloads, keyed records on
 //! a one-partition topic, a producer with the settings the port uses (linger 0, 64 KiB
 //! batches, 2 MB requests), the same number of concurrent publishers each awaiting every
-//! ack (`send(..).await` then `wait()`), and one consumer. The cluster is
-//! `PHOTON_FLUVIO_ENDPOINT` (default `127.0.0.1:9003`); every topic has a fresh run prefix,
-//! and both sides' topics are deleted afterwards.
+//! ack (`send(..).await` then `wait()`), and one consumer. Its consumers run on a second
+//! `Fluvio` connection, as the port's do: a streaming consumer on the producer's connection
+//! slows that producer's acks down by 30x or more, so that is not the client's ceiling.
+//! The cluster is `PHOTON_FLUVIO_ENDPOINT` (default `127.0.0.1:9003`); every topic has a
+//! fresh run prefix, and both sides' topics are deleted afterwards.
+//!
+//! Besides the shared figures, `publish_with_subscriber` measures publishing while a live
+//! subscriber in the same process reads the topic (Photon: on the same port; raw: a
+//! consumer on the second connection), in rounds taking turns like `publish`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +25,9 @@ use futures::StreamExt;
 use photon_backend_fluvio::{fluvio_endpoint_from_env, FluvioStoragePortBuilder};
 use photon_core::{PhotonError, Result};
 
-use super::{compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient};
+use super::{
+    alternating_publish, compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient,
+};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
@@ -36,14 +44,50 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .build()
         .await?;
     let photon = PhotonSide::new(Arc::new(port), "bench");
-    let fluvio = Fluvio::connect_with_config(&FluvioClusterConfig::new(endpoint))
+    let cluster = FluvioClusterConfig::new(endpoint);
+    let fluvio = Fluvio::connect_with_config(&cluster)
         .await
         .map_err(|e| raw_error("connect", e))?;
-    let raw = RawSide { fluvio, run };
+    let streaming = Fluvio::connect_with_config(&cluster)
+        .await
+        .map_err(|e| raw_error("connect", e))?;
+    let raw = RawSide {
+        fluvio,
+        streaming,
+        run,
+    };
     let figures = compare(&photon, &raw, options).await;
+    let live = match (&figures, options.publish_only) {
+        (Ok(_), false) => Some(
+            alternating_publish(
+                options.rounds,
+                options.events,
+                |round| photon.publish_with_subscriber_rate(options, round),
+                |round| raw.publish_with_subscriber_rate(options, round),
+            )
+            .await,
+        ),
+        _ => None,
+    };
     raw.delete_topics().await;
-    let (photon, raw) = figures?;
-    Ok(measurements("fluvio", &photon, &raw))
+    let (photon_figures, raw_figures) = figures?;
+    let mut rows = measurements("fluvio", &photon_figures, &raw_figures);
+    if let Some(live) = live {
+        let (photon_live, raw_live) = live?;
+        eprintln!(
+            "  publishing with a live subscriber: photon {photon_live:.0}/s = {:.2}x its rate without one ({:.0}/s); raw {raw_live:.0}/s = {:.2}x",
+            photon_live / photon_figures.publish,
+            photon_figures.publish,
+            raw_live / raw_figures.publish,
+        );
+        rows.push(Measurement::throughput(
+            "fluvio",
+            "publish_with_subscriber",
+            photon_live,
+            raw_live,
+        ));
+    }
+    Ok(rows)
 }
 
 /// Reads and decodes the next record of a raw consumer.
@@ -65,7 +109,10 @@ fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
 }
 
 struct RawSide {
+    /// Producers and admin.
     fluvio: Fluvio,
+    /// Consumers.
+    streaming: Fluvio,
     run: String,
 }
 
@@ -124,6 +171,43 @@ impl RawClient for RawSide {
 }
 
 impl RawSide {
+    /// Acknowledged records per second while a consumer on the second connection reads
+    /// the topic; the consumer must then have every record within 60 s.
+    async fn publish_with_subscriber_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+    ) -> Result<f64> {
+        let measurement = format!("live{round}");
+        let producer = self.producer(&measurement).await?;
+        let value = serde_json::to_vec(&options.payload(0)).map_err(|e| raw_error("encode", e))?;
+        producer
+            .send(RecordKey::from("warm-up"), value)
+            .await
+            .map_err(|e| raw_error("send", e))?
+            .wait()
+            .await
+            .map_err(|e| raw_error("ack", e))?;
+        // From the warm-up record on, so that the consumer is reading before the window.
+        let mut stream = self.consumer(&measurement, Offset::beginning()).await?;
+        next_value(&mut stream).await?;
+        let events = options.events;
+        let draining = tokio::spawn(async move {
+            for _ in 0..events {
+                next_value(&mut stream).await?;
+            }
+            Ok::<_, PhotonError>(())
+        });
+        let started = Instant::now();
+        Self::publish_all(&producer, options).await?;
+        let rate = per_second(options.events, started.elapsed());
+        tokio::time::timeout(Duration::from_secs(60), draining)
+            .await
+            .map_err(|_| raw_error("consume", "the consumer fell behind by 60 s"))?
+            .map_err(|e| raw_error("consumer task", e))??;
+        Ok(rate)
+    }
+
     fn topic(&self, measurement: &str) -> String {
         format!("benchraw-{}-{measurement}", self.run)
     }
@@ -202,7 +286,7 @@ impl RawSide {
             .max_bytes(8 * 1024 * 1024)
             .build()
             .map_err(|e| raw_error("consumer config", e))?;
-        self.fluvio
+        self.streaming
             .consumer_with_config(config)
             .await
             .map_err(|e| raw_error("consumer", e))

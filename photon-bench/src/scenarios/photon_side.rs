@@ -96,6 +96,41 @@ impl PhotonSide {
     pub async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
         round_trips(&self.store, options, &format!("{}.latency", self.run_id)).await
     }
+
+    /// Acknowledged publishes per second while a live subscriber in the same process (on
+    /// the same port) reads the topic: the shape of a service that publishes and consumes.
+    /// The window ends when the publishers are done; the subscriber must then receive every
+    /// event within 60 s, or the measurement fails.
+    ///
+    /// # Errors
+    /// The port's errors, or a subscriber that missed events.
+    pub async fn publish_with_subscriber_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+    ) -> Result<f64> {
+        let topic = format!("{}.live{round}", self.run_id);
+        warm_up(&self.store, options, &topic).await?;
+        let mut stream = self.store.subscribe(&topic, None, StartAt::Tail);
+        let events = options.events;
+        let draining = tokio::spawn(async move {
+            for _ in 0..events {
+                stream
+                    .next()
+                    .await
+                    .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+            }
+            Ok::<_, PhotonError>(())
+        });
+        let started = Instant::now();
+        publish_all(&self.store, options, &topic).await?;
+        let rate = per_second(options.events, started.elapsed());
+        tokio::time::timeout(std::time::Duration::from_secs(60), draining)
+            .await
+            .map_err(|_| PhotonError::InvalidInput("live subscriber fell behind by 60 s".into()))?
+            .map_err(|e| PhotonError::InvalidInput(format!("subscriber task: {e}")))??;
+        Ok(rate)
+    }
 }
 
 async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {

@@ -47,6 +47,7 @@ catalogue!(
     replay::durable_resume,
     replay::durable_resume_on_drop,
     replay::resume_without_checkpoint,
+    replay::sharded_resume_loses_nothing,
     queries::get_event,
     queries::listing,
     queries::truncate,

@@ -1,5 +1,6 @@
 //! Replay positions and checkpoints.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -36,13 +37,49 @@ pub async fn after_seq_exact(ctx: Context) {
     }
 }
 
-/// Commit 10 then 7: load returns 10. Two writers racing 1..=1000 end at 1000.
+/// The lanes (shards) a port spreads seqs over, and the highest seq of each lane up to
+/// `bound`.
+fn lane_maxima(port: &dyn photon_core::StoragePort, topic: &str, bound: i64) -> BTreeMap<u32, i64> {
+    let mut maxima = BTreeMap::new();
+    for seq in 1..=bound {
+        maxima.insert(port.checkpoint_lane(topic, seq), seq);
+    }
+    maxima
+}
+
+/// Commits `seq`, and in every other lane the first seq above it, so that every lane has a
+/// position and a sharded port's load (the lowest lane position) is `seq` itself.
+async fn commit_in_every_lane(
+    port: &dyn photon_core::StoragePort,
+    key: &CheckpointKey,
+    seq: i64,
+    lanes: usize,
+) {
+    let mut done = std::collections::BTreeSet::new();
+    let mut next = seq;
+    while done.len() < lanes {
+        if done.insert(port.checkpoint_lane(&key.topic, next)) {
+            port.commit_checkpoint(key, next).await.unwrap();
+        }
+        next += 1;
+    }
+}
+
+/// Commit 10 then a lower seq of the same lane: load returns 10. Two writers racing
+/// 1..=1000 end at the resume position of 1000 (1000 itself on an unsharded port).
 pub async fn checkpoint_monotonic(ctx: Context) {
     let port = ctx.port().await;
     let key = CheckpointKey::new(ctx.subscription("mono"), ctx.topic("t"), None);
+    let lanes = lane_maxima(port.as_ref(), &key.topic, 1000);
     assert_eq!(port.load_checkpoint(&key).await.unwrap(), None);
-    port.commit_checkpoint(&key, 10).await.unwrap();
-    port.commit_checkpoint(&key, 7).await.unwrap();
+    commit_in_every_lane(port.as_ref(), &key, 10, lanes.len()).await;
+    assert_eq!(port.load_checkpoint(&key).await.unwrap(), Some(10));
+    let lane = port.checkpoint_lane(&key.topic, 10);
+    let lower = (1..10)
+        .rev()
+        .find(|seq| port.checkpoint_lane(&key.topic, *seq) == lane)
+        .unwrap_or(7);
+    port.commit_checkpoint(&key, lower).await.unwrap();
     assert_eq!(port.load_checkpoint(&key).await.unwrap(), Some(10));
 
     let race = CheckpointKey::new(ctx.subscription("race"), ctx.topic("t"), None);
@@ -58,7 +95,12 @@ pub async fn checkpoint_monotonic(ctx: Context) {
     for writer in writers {
         writer.await.unwrap();
     }
-    assert_eq!(port.load_checkpoint(&race).await.unwrap(), Some(1000));
+    // Every lane ends at its highest seq up to 1000; the load is the lowest of them.
+    let expected = lanes.values().copied().min();
+    assert_eq!(port.load_checkpoint(&race).await.unwrap(), expected);
+    if lanes.len() == 1 {
+        assert_eq!(expected, Some(1000));
+    }
 }
 
 /// One subscription name on two topics, and on two keys of one topic: separate checkpoints.
@@ -72,10 +114,15 @@ pub async fn checkpoint_isolation(ctx: Context) {
         CheckpointKey::new(&name, ctx.topic("one"), Some("k2")),
         CheckpointKey::new(ctx.subscription("iso2"), ctx.topic("one"), None),
     ];
+    let lanes = lane_maxima(port.as_ref(), &keys[0].topic, 1000).len();
     for (i, key) in keys.iter().enumerate().take(4) {
-        port.commit_checkpoint(key, (i as i64 + 1) * 100)
-            .await
-            .unwrap();
+        let seq = (i as i64 + 1) * 100;
+        if key.key.is_some() {
+            // A key lives in one lane: its checkpoint has one position.
+            port.commit_checkpoint(key, seq).await.unwrap();
+        } else {
+            commit_in_every_lane(port.as_ref(), key, seq, lanes).await;
+        }
     }
     for (i, key) in keys.iter().enumerate().take(4) {
         assert_eq!(
@@ -154,6 +201,17 @@ pub async fn durable_resume_on_drop(ctx: Context) {
     }
     drop(stream);
     drop(committer);
+    let port = store.port().clone();
+    // Unkeyed events all live in one lane. On a sharded port the other lanes (empty here)
+    // get a position above `last`, so that the load, the lowest lane position, is `last`.
+    let lane = port.checkpoint_lane(&topic, last);
+    let lanes = lane_maxima(port.as_ref(), &topic, 1000);
+    for other in lanes.keys().filter(|l| **l != lane) {
+        let above = (last + 1..)
+            .find(|seq| port.checkpoint_lane(&topic, *seq) == *other)
+            .unwrap();
+        port.commit_checkpoint(&key, above).await.unwrap();
+    }
     // No wait: opening the checkpoint again waits for the dropped committer's commit.
     let mut resumed = store.subscribe_after_checkpoint(key.clone(), StartPolicy::Beginning);
     let rest: Vec<i64> = take_exact(&mut resumed, 80)
@@ -201,4 +259,90 @@ pub async fn resume_without_checkpoint(ctx: Context) {
     let fresh = ok(take_exact(&mut tail, 1).await.remove(0));
     assert_eq!(fresh.payload, json!({"i": 20}));
     assert_quiet(&mut tail, Duration::from_millis(200)).await;
+}
+
+/// Resuming through `load_checkpoint` and `AfterSeq` (the seed trait's
+/// `get_checkpoint_seq` then `subscribe`) loses nothing when shards stand at different
+/// positions: one lane fully acknowledged, every other lane after its first event only.
+/// The resumed subscription yields exactly the events with seq above the loaded position,
+/// which include every unacknowledged event (acknowledged ones may come again).
+pub async fn sharded_resume_loses_nothing(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let topic = ctx.topic("lanes");
+    for i in 0..200 {
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 16)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
+    }
+    let mut all = store.subscribe(&topic, None, StartAt::Beginning);
+    let events: Vec<_> = take_exact(&mut all, 200)
+        .await
+        .into_iter()
+        .map(ok)
+        .collect();
+    let mut lanes: std::collections::BTreeMap<u32, Vec<i64>> = Default::default();
+    for event in &events {
+        lanes
+            .entry(port.checkpoint_lane(&topic, event.seq))
+            .or_default()
+            .push(event.seq);
+    }
+    let key = CheckpointKey::new(ctx.subscription("lanes"), &topic, None);
+    // Acknowledged through: the first lane up to its last event, every other lane up to
+    // its first; with a single lane, up to its 10th event.
+    let mut acked_through = std::collections::BTreeMap::new();
+    for (n, (lane, seqs)) in lanes.iter().enumerate() {
+        let through = match (n, lanes.len()) {
+            (_, 1) => seqs[9],
+            (0, _) => *seqs.last().unwrap(),
+            _ => seqs[0],
+        };
+        acked_through.insert(*lane, through);
+    }
+    // The highest position first, as a process acknowledging out of lane order would.
+    let mut commits: Vec<i64> = acked_through.values().copied().collect();
+    commits.sort_unstable_by(|a, b| b.cmp(a));
+    for seq in commits {
+        port.commit_checkpoint(&key, seq).await.unwrap();
+    }
+    let unacked: std::collections::BTreeSet<i64> = events
+        .iter()
+        .map(|e| e.seq)
+        .filter(|seq| *seq > acked_through[&port.checkpoint_lane(&topic, *seq)])
+        .collect();
+    let expected_unacked = if lanes.len() == 1 {
+        190
+    } else {
+        lanes.values().skip(1).map(|seqs| seqs.len() - 1).sum()
+    };
+    assert_eq!(unacked.len(), expected_unacked);
+    let resume = port
+        .load_checkpoint(&key)
+        .await
+        .unwrap()
+        .expect("a position");
+    let mut resumed = store.subscribe(&topic, None, StartAt::AfterSeq(resume));
+    let expected: std::collections::BTreeSet<i64> = events
+        .iter()
+        .map(|e| e.seq)
+        .filter(|seq| *seq > resume)
+        .collect();
+    let got: Vec<i64> = take_exact(&mut resumed, expected.len())
+        .await
+        .into_iter()
+        .map(|e| ok(e).seq)
+        .collect();
+    let got_set: std::collections::BTreeSet<i64> = got.iter().copied().collect();
+    assert_eq!(got_set.len(), got.len(), "an event came twice");
+    assert_eq!(got_set, expected);
+    let lost: Vec<&i64> = unacked.difference(&got_set).collect();
+    assert!(lost.is_empty(), "unacknowledged events skipped: {lost:?}");
+    assert_quiet(&mut resumed, Duration::from_millis(200)).await;
 }
