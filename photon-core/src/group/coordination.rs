@@ -152,6 +152,15 @@ pub trait GroupCoordination: Send + Sync + 'static {
         seq: i64,
     ) -> Result<()>;
 
+    /// The partition count of `topic` when the store splits it itself (broker shards), so
+    /// that a partition is a shard: an event's partition ([`crate::group::partition_of`])
+    /// is then its shard, and each partition is read in seq order. Members use this count
+    /// instead of `GroupOptions::partitions`. `None` (the default): key-hash buckets.
+    fn topic_partitions(&self, topic: &str) -> Option<u32> {
+        let _ = topic;
+        None
+    }
+
     /// The live members, sorted by name, one entry per name and partition count (as
     /// [`GroupCoordination::heartbeat`] returns them, without recording one).
     ///

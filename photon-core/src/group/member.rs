@@ -70,6 +70,10 @@ pub fn join(
         out: out.downgrade(),
         leave: None,
     };
+    let mut options = options;
+    if let Some(partitions) = coordination.topic_partitions(&request.topic) {
+        options.partitions = partitions;
+    }
     if let Err(err) = options.validate() {
         failed(err, &out);
         return membership;
