@@ -23,9 +23,9 @@
 //! Partitions: with several stream shards (`PHOTON_NATS_STREAM_SHARDS`), each shard is a
 //! partition (`GroupOptions::partitions` is ignored); with one, key-hash buckets
 //! (`GroupOptions::partitions`, [`photon_core::group::partition_of`]). Members read the
-//! topic with the port's ordinary subscriptions (every shard at full speed, no per-event
-//! round trip) and keep the events of the partitions they own; a shard's events arrive in
-//! seq order.
+//! topic at full speed (no per-event round trip) with the port's ordinary subscriptions:
+//! one per owned shard with several shards, the whole topic with one (keeping the events
+//! of the owned buckets).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ use futures::TryStreamExt;
 use photon_core::group::{
     join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
 };
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
+use photon_core::{DeliveryStream, GroupRequest, PhotonError, RecordStream, Result, StartAt};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{storage, unavailable, LABEL};
@@ -551,6 +551,18 @@ impl GroupCoordination for NatsCoordination {
         // partitions as shards `partition_of` is the shard (unkeyed events: shard 0).
         let shards = self.port.inner.names.shards();
         (shards > 1).then_some(shards)
+    }
+
+    fn partition_records(
+        &self,
+        topic: &str,
+        partition: u32,
+        start: StartAt,
+    ) -> Option<RecordStream> {
+        // A partition is a shard only with several shards; otherwise it is a bucket spread
+        // over the topic's one stream.
+        self.topic_partitions(topic)?;
+        Some(self.port.open_shard_subscription(topic, partition, start))
     }
 
     async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
