@@ -16,6 +16,9 @@ use serde_json::json;
 
 const EVENTS: i64 = 2_000;
 const KEYS: i64 = 32;
+/// Server down time: with the 2 s lease, renewals fail past the members' local deadline
+/// (1.6 s after the last renewal) and leases expire during the restart.
+const OUTAGE_MS: u64 = 1300;
 
 /// What the members handled and acknowledged: `(member, partition, epoch, key, i)`.
 type Handled = Arc<Mutex<Vec<(usize, u32, u64, String, i64)>>>;
@@ -77,7 +80,7 @@ async fn group_survives_a_server_restart() {
         if i == EVENTS / 2 {
             server = tokio::task::spawn_blocking(move || {
                 server.stop();
-                std::thread::sleep(Duration::from_millis(500));
+                std::thread::sleep(Duration::from_millis(OUTAGE_MS));
                 server.restart();
                 server
             })
