@@ -43,11 +43,36 @@ type Sender = mpsc::Sender<Result<Record>>;
 
 impl NatsStoragePort {
     pub(crate) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
+        let names = &self.inner.names;
+        let shards: Vec<u32> = match request.key.as_deref() {
+            Some(key) => vec![names.shard_of(Some(key))],
+            None => (0..names.shards()).collect(),
+        };
+        self.open_shards(request, shards)
+    }
+
+    /// A whole-topic subscription of one shard only (a consumer group's partition).
+    pub(crate) fn open_shard_subscription(
+        &self,
+        topic: &str,
+        shard: u32,
+        start: StartAt,
+    ) -> RecordStream {
+        let request = SubscribeRequest {
+            topic: topic.to_owned(),
+            key: None,
+            start,
+            durable: None,
+        };
+        self.open_shards(request, vec![shard])
+    }
+
+    fn open_shards(&self, request: SubscribeRequest, shards: Vec<u32>) -> RecordStream {
         let (sender, receiver) = mpsc::channel(BUFFER);
         let subscribed_at = OffsetDateTime::from(SystemTime::now());
         tokio::spawn(
             self.clone()
-                .run_subscription(request, subscribed_at, sender),
+                .run_subscription(request, shards, subscribed_at, sender),
         );
         Box::pin(futures::stream::unfold(
             receiver,
@@ -61,14 +86,10 @@ impl NatsStoragePort {
     async fn run_subscription(
         self,
         request: SubscribeRequest,
+        shards: Vec<u32>,
         subscribed_at: OffsetDateTime,
         sender: Sender,
     ) {
-        let names = &self.inner.names;
-        let shards: Vec<u32> = match request.key.as_deref() {
-            Some(key) => vec![names.shard_of(Some(key))],
-            None => (0..names.shards()).collect(),
-        };
         let starts = loop {
             match self.start_positions(&request, &shards, subscribed_at).await {
                 Ok(starts) => break starts,

@@ -1,251 +1,640 @@
-//! Consumer groups: members share a durable pull consumer per shard stream.
+//! Consumer groups of the NATS port: the group protocol of `photon-core` over heartbeats and
+//! partition leases kept on the shared server, so that members in any process or host
+//! connected to it share the work.
 //!
-//! Why `max_ack_pending = 1` per shard consumer: competing pull consumers on one durable
-//! consumer get events in stream order, but with several unacknowledged events two members
-//! could handle two events of one key at the same time, or a redelivered event after a later
-//! one. With at most one unacknowledged event per shard, the next event of a shard is only
-//! handed out once the previous one is acknowledged (or given back), so every key (which
-//! lives in one shard) is handled in order, by one member at a time, and each event goes to
-//! one member. Parallelism within a group is therefore the number of stream shards
-//! (`PHOTON_NATS_STREAM_SHARDS`); throughput per shard is one acknowledgement round trip
-//! per event.
+//! The stream `<prefix>_groups` is used as a compare-and-set key-value store (one message
+//! per subject, like the checkpoint store):
+//! - `photon.<prefix>.grp.<group>.<topic>.m.<owner>`: one subject per member incarnation,
+//!   rewritten at every heartbeat (member name, partition count, lease period).
+//! - `photon.<prefix>.grp.<group>.<topic>.p.<partition>`: one subject per partition: the
+//!   lease (owner, epoch, period) and the partition's checkpoint. Every change reads the
+//!   record with its subject sequence and publishes with `Nats-Expected-Last-Subject-Sequence`;
+//!   a writer that raced and lost is refused (error 10071). So a commit moves the checkpoint
+//!   only under the live lease it was acknowledged under, checked in the same write.
 //!
-//! - `ack` returns once the server confirmed it (a double ack): an acknowledged event is
-//!   never handed out again, also to a member joining right after.
-//! - A delivery dropped without `ack` (its member left or failed) is given back at once
-//!   (`NAK`) and goes to another member, first in line.
-//! - A delivery held longer than the ack wait is kept alive with progress signals, so a slow
-//!   handler does not see its event sent to another member.
-//! - The consumer is durable: a group resumes where it stopped, also after a server
-//!   restart; `GroupRequest::start` only applies when the group is first created.
+//! Time: every expiry is measured on the server's clock, never on a host's wall clock. A
+//! record expires at the server's timestamp of the stored message plus its period; "now"
+//! is the server's timestamp of this member's latest heartbeat (or of a write to a clock
+//! subject when no heartbeat is recent) plus the time elapsed since on this host's
+//! monotonic clock. Hosts whose wall clocks disagree therefore agree on every expiry; the
+//! estimate of "now" lags the server by at most one round trip, which only makes leases
+//! look live a little longer to a member that wants to take them over.
+//!
+//! Partitions: with several stream shards (`PHOTON_NATS_STREAM_SHARDS`), each shard is a
+//! partition (`GroupOptions::partitions` is ignored); with one, key-hash buckets
+//! (`GroupOptions::partitions`, [`photon_core::group::partition_of`]). Members read the
+//! topic at full speed (no per-event round trip) with the port's ordinary subscriptions:
+//! one per owned shard with several shards, the whole topic with one (keeping the events
+//! of the owned buckets).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy};
-use async_nats::jetstream::message::{AckKind, Acker};
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind, StorageType};
 use async_trait::async_trait;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use futures::StreamExt;
-use photon_core::{Acknowledge, Delivery, DeliveryStream, GroupRequest, Result, StartAt};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use futures::TryStreamExt;
+use photon_core::group::{
+    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
+};
+use photon_core::{DeliveryStream, GroupRequest, PhotonError, RecordStream, Result, StartAt};
+use serde::{Deserialize, Serialize};
 
-use crate::codec::{self, first_stream_seq_after, photon_seq};
-use crate::error::unavailable;
+use crate::error::{storage, unavailable, LABEL};
 use crate::port::NatsStoragePort;
+use crate::topic::{key_token, topic_token};
 
-/// How long a delivery may stay unacknowledged before the server hands it to another member
-/// (a live delivery is kept alive well before that).
-const ACK_WAIT: Duration = Duration::from_secs(10);
-/// Interval of the progress signal for a delivery still being handled.
-const KEEP_ALIVE: Duration = Duration::from_secs(3);
-/// Lifetime of one pull request: a member that left stops holding one within this time.
-const PULL_EXPIRES: Duration = Duration::from_secs(2);
-const RETRY_DELAY: Duration = Duration::from_millis(250);
+/// Compare-and-set attempts of one call before it gives up (each lost race means another
+/// writer changed the record; only pathological contention gets here).
+const MAX_ATTEMPTS: usize = 64;
+/// How long a heartbeat's server timestamp stands in for the server's clock.
+const CLOCK_FRESH: Duration = Duration::from_secs(1);
+/// A member record expired for this long is deleted by the next heartbeat of another
+/// member (a member that comes back after that simply writes it again).
+const FORGET_AFTER: Duration = Duration::from_secs(30);
 
-type Sender = mpsc::Sender<Result<Delivery>>;
+/// A member incarnation's heartbeat.
+#[derive(Debug, Serialize, Deserialize)]
+struct MemberRecord {
+    member: String,
+    partitions: u32,
+    ttl_ms: u64,
+}
 
-impl NatsStoragePort {
-    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let (sender, receiver) = mpsc::channel(16);
-        for shard in 0..self.inner.names.shards() {
-            let member = GroupReader {
-                port: self.clone(),
-                request: request.clone(),
-                shard,
-                sender: sender.clone(),
-            };
-            tokio::spawn(member.run());
-        }
-        Box::pin(futures::stream::unfold(
-            receiver,
-            |mut receiver| async move {
-                let item = receiver.recv().await?;
-                Some((item, receiver))
-            },
-        ))
+/// A partition's lease and checkpoint.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct LeaseRecord {
+    /// Empty when released.
+    owner: String,
+    epoch: u64,
+    ttl_ms: u64,
+    seq: Option<i64>,
+}
+
+/// A stored record with its subject sequence and the server's timestamp.
+struct Stored<T> {
+    value: T,
+    subject_seq: u64,
+    /// Server time of the write, in nanoseconds since the Unix epoch.
+    written: i128,
+}
+
+impl<T> Stored<T> {
+    fn expires(&self, ttl_ms: u64) -> i128 {
+        self.written + i128::from(ttl_ms) * 1_000_000
     }
 }
 
-/// One member's reader of one shard's group consumer.
-struct GroupReader {
-    port: NatsStoragePort,
-    request: GroupRequest,
-    shard: u32,
-    sender: Sender,
+impl LeaseRecord {
+    fn live(stored: &Stored<Self>, now: i128) -> bool {
+        !stored.value.owner.is_empty() && stored.expires(stored.value.ttl_ms) > now
+    }
+
+    fn held_by(stored: &Stored<Self>, owner: &str, epoch: u64, now: i128) -> bool {
+        stored.value.owner == owner && stored.value.epoch == epoch && Self::live(stored, now)
+    }
 }
 
-impl GroupReader {
-    async fn run(self) {
-        loop {
-            match self.read().await {
-                Ok(()) => return,
-                Err(err) => {
-                    tracing::debug!(port = "nats", group = %self.request.group, shard = self.shard, %err, "reopening group consumer");
-                    tokio::select! {
-                        () = self.sender.closed() => return,
-                        () = tokio::time::sleep(RETRY_DELAY) => {}
-                    }
-                }
+/// Outcome of a compare-and-set write.
+enum Cas {
+    Written,
+    Raced,
+}
+
+/// Leases and heartbeats in the group stream of one port's prefix.
+pub(crate) struct NatsCoordination {
+    port: NatsStoragePort,
+    /// Server time (ns since the epoch) last observed, and when it was observed here.
+    clock: Mutex<Option<(i128, Instant)>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only a plain value is replaced under this lock: a panic cannot leave it torn.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn nanos(duration: Duration) -> i128 {
+    i128::try_from(duration.as_nanos()).unwrap_or(i128::MAX)
+}
+
+impl NatsCoordination {
+    pub(crate) fn new(port: NatsStoragePort) -> Self {
+        Self {
+            port,
+            clock: Mutex::new(None),
+        }
+    }
+
+    fn prefix(&self) -> &str {
+        &self.port.inner.config.stream_prefix
+    }
+
+    fn scope_subject(&self, scope: &GroupScope) -> String {
+        format!(
+            "photon.{}.grp.{}.{}",
+            self.prefix(),
+            key_token(Some(&scope.group)),
+            topic_token(&scope.topic)
+        )
+    }
+
+    fn member_subject(&self, scope: &GroupScope, owner: &str) -> String {
+        format!("{}.m.{}", self.scope_subject(scope), key_token(Some(owner)))
+    }
+
+    fn lease_subject(&self, scope: &GroupScope, partition: u32) -> String {
+        format!("{}.p.{partition}", self.scope_subject(scope))
+    }
+
+    fn clock_subject(&self) -> String {
+        format!("photon.{}.grp.clock", self.prefix())
+    }
+
+    async fn stream(&self) -> Result<Arc<stream::Stream>> {
+        let inner = &self.port.inner;
+        let prefix = self.prefix().to_owned();
+        inner
+            .streams
+            .ensure(format!("{prefix}_groups"), || stream::Config {
+                subjects: vec![format!("photon.{prefix}.grp.>")],
+                storage: StorageType::File,
+                num_replicas: inner.config.replicas,
+                max_messages_per_subject: 1,
+                discard: DiscardPolicy::Old,
+                allow_direct: true,
+                allow_rollup: true,
+                ..stream::Config::default()
+            })
+            .await
+    }
+
+    fn observe(&self, server: i128) {
+        *lock(&self.clock) = Some((server, Instant::now()));
+    }
+
+    /// The server's current time as far as this host knows it (never ahead of it).
+    ///
+    /// # Errors
+    /// The server does not answer the clock write.
+    async fn now(&self) -> Result<i128> {
+        if let Some((server, seen)) = *lock(&self.clock) {
+            if seen.elapsed() < CLOCK_FRESH {
+                return Ok(server + nanos(seen.elapsed()));
             }
         }
-    }
-
-    fn consumer_config(&self) -> pull::Config {
-        let names = &self.port.inner.names;
-        let deliver_policy = match self.request.start {
-            StartAt::Beginning => DeliverPolicy::All,
-            StartAt::Tail => DeliverPolicy::New,
-            StartAt::AfterSeq(after) => DeliverPolicy::ByStartSequence {
-                start_sequence: first_stream_seq_after(after, self.shard, names.shards()),
-            },
-        };
-        pull::Config {
-            durable_name: Some(consumer_name(&self.request.group)),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: ACK_WAIT,
-            max_ack_pending: 1,
-            deliver_policy,
-            ..pull::Config::default()
-        }
-    }
-
-    async fn read(&self) -> Result<()> {
-        let inner = &self.port.inner;
-        let topic = &self.request.topic;
-        let stream = inner
-            .streams
-            .topic_stream(&inner.names, topic, self.shard)
-            .await?;
-        let name = consumer_name(&self.request.group);
-        let consumer = stream
-            .get_or_create_consumer(&name, self.consumer_config())
-            .await
-            .map_err(|err| {
-                unavailable(
-                    format!(
-                        "cannot open group {:?} on topic {topic:?}",
-                        self.request.group
-                    ),
-                    err,
+        let stream = self.stream().await?;
+        let subject = self.clock_subject();
+        self.publish(subject.clone(), Vec::new(), None).await?;
+        // Any record read back here was written at or after our write, and before now.
+        let stored: Stored<()> = self
+            .read_raw(&stream, &subject, |_| Ok(()))
+            .await?
+            .ok_or_else(|| {
+                storage(
+                    "the group clock record vanished",
+                    "no message on the clock subject",
                 )
             })?;
-        let mut messages = consumer
-            .stream()
-            .max_messages_per_batch(1)
-            .expires(PULL_EXPIRES)
-            .heartbeat(PULL_EXPIRES / 4)
-            .messages()
-            .await
-            .map_err(|err| {
-                unavailable(format!("cannot read group {:?}", self.request.group), err)
-            })?;
-        loop {
-            let item = tokio::select! {
-                () = self.sender.closed() => return Ok(()),
-                item = messages.next() => item,
-            };
-            let message = match item {
-                Some(Ok(message)) => message,
-                Some(Err(err)) => {
-                    return Err(unavailable(
-                        format!("reading group {:?} failed", self.request.group),
-                        err,
-                    ))
-                }
-                None => return Err(unavailable("group consumer ended", "consumer closed")),
-            };
-            let info = message
-                .info()
-                .map(|info| (info.stream.to_owned(), info.stream_sequence))
-                .map_err(|err| unavailable("group message without JetStream metadata", err));
-            let (message, acker) = message.split();
-            let ack = GroupAck::new(acker);
-            let item = info.and_then(|(stream, stream_seq)| {
-                let seq = photon_seq(stream_seq, self.shard, inner.names.shards());
-                codec::decode(&message.payload, codec::event_id(&stream, stream_seq), seq)
-            });
-            let delivery = match item {
-                Ok(record) => Ok(Delivery {
-                    record,
-                    ack: Box::new(ack),
-                }),
-                Err(err) => {
-                    // An undecodable event would block its shard forever: acknowledge it
-                    // and report it to the member.
-                    let _ = ack.ack().await;
-                    Err(err)
-                }
-            };
-            if self.sender.send(delivery).await.is_err() {
-                return Ok(());
-            }
+        self.observe(stored.written);
+        Ok(stored.written)
+    }
+
+    async fn publish(
+        &self,
+        subject: String,
+        payload: Vec<u8>,
+        expected: Option<u64>,
+    ) -> Result<Cas> {
+        let mut message = PublishMessage::build().payload(payload.into());
+        if let Some(expected) = expected {
+            message = message.expected_last_subject_sequence(expected);
+        }
+        let context = self.port.inner.streams.context();
+        let acked = match context.send_publish(subject.clone(), message).await {
+            Ok(pending) => pending.await,
+            Err(err) => Err(err),
+        };
+        match acked {
+            Ok(_) => Ok(Cas::Written),
+            Err(err) if err.kind() == PublishErrorKind::WrongLastSequence => Ok(Cas::Raced),
+            Err(err) => Err(unavailable(
+                format!("cannot write group record {subject}"),
+                err,
+            )),
         }
     }
-}
 
-/// The durable consumer name of a group: a reversible, name-safe token.
-fn consumer_name(group: &str) -> String {
-    format!("g{}", URL_SAFE_NO_PAD.encode(group.as_bytes()))
-}
-
-/// Acknowledges one group delivery; gives it back when dropped unacknowledged.
-struct GroupAck {
-    acker: Arc<Acker>,
-    done: AtomicBool,
-    keep_alive: JoinHandle<()>,
-}
-
-impl GroupAck {
-    fn new(acker: Acker) -> Self {
-        let acker = Arc::new(acker);
-        let signal = acker.clone();
-        let keep_alive = tokio::spawn(async move {
-            let mut ticker =
-                tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-            loop {
-                ticker.tick().await;
-                if signal.ack_with(AckKind::Progress).await.is_err() {
-                    return;
-                }
-            }
-        });
-        Self {
-            acker,
-            done: AtomicBool::new(false),
-            keep_alive,
+    async fn read_raw<T>(
+        &self,
+        stream: &stream::Stream,
+        subject: &str,
+        decode: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<Option<Stored<T>>> {
+        match stream.get_last_raw_message_by_subject(subject).await {
+            Ok(message) => Ok(Some(Stored {
+                value: decode(&message.payload)?,
+                subject_seq: message.sequence,
+                written: message.time.unix_timestamp_nanos(),
+            })),
+            Err(err) if err.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(err) => Err(unavailable(
+                format!("cannot read group record {subject}"),
+                err,
+            )),
         }
+    }
+
+    async fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        stream: &stream::Stream,
+        subject: &str,
+    ) -> Result<Option<Stored<T>>> {
+        self.read_raw(stream, subject, |payload| {
+            serde_json::from_slice(payload)
+                .map_err(|err| storage(format!("group record {subject} is not readable"), err))
+        })
+        .await
+    }
+
+    async fn read_lease(
+        &self,
+        stream: &stream::Stream,
+        scope: &GroupScope,
+        partition: u32,
+    ) -> Result<Option<Stored<LeaseRecord>>> {
+        self.read(stream, &self.lease_subject(scope, partition))
+            .await
+    }
+
+    async fn write_lease(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        record: &LeaseRecord,
+        expected: u64,
+    ) -> Result<Cas> {
+        let payload = serde_json::to_vec(record)
+            .map_err(|err| storage("cannot encode a group lease", err))?;
+        self.publish(
+            self.lease_subject(scope, partition),
+            payload,
+            Some(expected),
+        )
+        .await
+    }
+
+    /// The subjects under `filter` that hold a record, with their records.
+    async fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        stream: &stream::Stream,
+        filter: String,
+    ) -> Result<Vec<(String, Stored<T>)>> {
+        let subjects: Vec<(String, usize)> = stream
+            .info_with_subjects(&filter)
+            .await
+            .map_err(|err| unavailable(format!("cannot list group records {filter}"), err))?
+            .try_collect()
+            .await
+            .map_err(|err| unavailable(format!("cannot list group records {filter}"), err))?;
+        let reads = subjects.into_iter().map(|(subject, _)| async move {
+            let stored = self.read::<T>(stream, &subject).await;
+            (subject, stored)
+        });
+        let mut records = Vec::new();
+        for (subject, stored) in futures::future::join_all(reads).await {
+            // A record deleted between the listing and the read is simply gone.
+            if let Some(stored) = stored? {
+                records.push((subject, stored));
+            }
+        }
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(records)
+    }
+
+    fn fenced(scope: &GroupScope, partition: u32, epoch: u64) -> PhotonError {
+        PhotonError::Fenced {
+            group: scope.group.clone(),
+            topic: scope.topic.clone(),
+            partition,
+            epoch,
+        }
+    }
+
+    fn live_members(records: &[(String, Stored<MemberRecord>)], now: i128) -> Vec<LiveMember> {
+        let mut members: Vec<LiveMember> = records
+            .iter()
+            .filter(|(_, stored)| stored.expires(stored.value.ttl_ms) > now)
+            .map(|(_, stored)| LiveMember {
+                name: stored.value.member.clone(),
+                partitions: stored.value.partitions,
+            })
+            .collect();
+        members.sort();
+        members.dedup();
+        members
     }
 }
 
 #[async_trait]
-impl Acknowledge for GroupAck {
-    async fn ack(&self) -> Result<()> {
-        self.keep_alive.abort();
-        // Confirmed by the server: once `ack` returns, the event is never handed out again.
-        self.acker
-            .double_ack()
+impl GroupCoordination for NatsCoordination {
+    async fn heartbeat(
+        &self,
+        scope: &GroupScope,
+        member: &str,
+        owner: &str,
+        partitions: u32,
+        ttl: Duration,
+    ) -> Result<Vec<LiveMember>> {
+        let stream = self.stream().await?;
+        let subject = self.member_subject(scope, owner);
+        let record = MemberRecord {
+            member: member.to_owned(),
+            partitions,
+            ttl_ms: millis(ttl),
+        };
+        let payload = serde_json::to_vec(&record)
+            .map_err(|err| storage("cannot encode a group heartbeat", err))?;
+        self.publish(subject.clone(), payload, None).await?;
+        let records: Vec<(String, Stored<MemberRecord>)> = self
+            .list(&stream, format!("{}.m.*", self.scope_subject(scope)))
+            .await?;
+        // This member's own heartbeat, just written, carries the server's "now".
+        let now = match records.iter().find(|(s, _)| *s == subject) {
+            Some((_, own)) => {
+                self.observe(own.written);
+                own.written
+            }
+            None => self.now().await?,
+        };
+        for (stale, stored) in &records {
+            if stored.expires(stored.value.ttl_ms) + nanos(FORGET_AFTER) < now {
+                // Best effort: a failed purge is retried by the next heartbeat.
+                let _ = stream.purge().filter(stale.clone()).await;
+            }
+        }
+        Ok(Self::live_members(&records, now))
+    }
+
+    async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()> {
+        let stream = self.stream().await?;
+        let subject = self.member_subject(scope, owner);
+        stream
+            .purge()
+            .filter(subject.clone())
             .await
-            .map_err(|err| unavailable("cannot acknowledge a group delivery", err))?;
-        self.done.store(true, Ordering::Release);
+            .map_err(|err| unavailable(format!("cannot delete group member {subject}"), err))?;
         Ok(())
+    }
+
+    async fn acquire(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let stream = self.stream().await?;
+        let current = self.read_lease(&stream, scope, partition).await?;
+        let now = self.now().await?;
+        if current
+            .as_ref()
+            .is_some_and(|stored| LeaseRecord::live(stored, now))
+        {
+            return Ok(None);
+        }
+        let (previous, expected) = current.map_or((LeaseRecord::default(), 0), |stored| {
+            (stored.value, stored.subject_seq)
+        });
+        let epoch = previous.epoch + 1;
+        let record = LeaseRecord {
+            owner: owner.to_owned(),
+            epoch,
+            ttl_ms: millis(ttl),
+            seq: previous.seq,
+        };
+        // A lost race means another member took (or changed) the lease first.
+        match self
+            .write_lease(scope, partition, &record, expected)
+            .await?
+        {
+            Cas::Written => Ok(Some(epoch)),
+            Cas::Raced => Ok(None),
+        }
+    }
+
+    async fn renew(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let stream = self.stream().await?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
+                return Ok(false);
+            };
+            if !LeaseRecord::held_by(&current, owner, epoch, self.now().await?) {
+                return Ok(false);
+            }
+            let record = LeaseRecord {
+                ttl_ms: millis(ttl),
+                ..current.value
+            };
+            match self
+                .write_lease(scope, partition, &record, current.subject_seq)
+                .await?
+            {
+                Cas::Written => return Ok(true),
+                // Our own commit may have raced the renewal: look again.
+                Cas::Raced => continue,
+            }
+        }
+        Ok(false)
+    }
+
+    async fn release(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+    ) -> Result<()> {
+        let stream = self.stream().await?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
+                return Ok(());
+            };
+            if current.value.owner != owner || current.value.epoch != epoch {
+                return Ok(());
+            }
+            let record = LeaseRecord {
+                owner: String::new(),
+                ttl_ms: 0,
+                ..current.value
+            };
+            match self
+                .write_lease(scope, partition, &record, current.subject_seq)
+                .await?
+            {
+                Cas::Written => return Ok(()),
+                Cas::Raced => continue,
+            }
+        }
+        Ok(())
+    }
+
+    async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>> {
+        let stream = self.stream().await?;
+        Ok(self
+            .read_lease(&stream, scope, partition)
+            .await?
+            .and_then(|stored| stored.value.seq))
+    }
+
+    async fn commit(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        seq: i64,
+    ) -> Result<()> {
+        let stream = self.stream().await?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
+                return Err(Self::fenced(scope, partition, epoch));
+            };
+            let now = self.now().await?;
+            if !LeaseRecord::held_by(&current, owner, epoch, now) {
+                return Err(Self::fenced(scope, partition, epoch));
+            }
+            if current.value.seq.is_some_and(|stored| stored >= seq) {
+                return Ok(());
+            }
+            // The rewrite restarts the period from its own timestamp: keep the lease's
+            // expiry where the last renewal put it (a commit is not a renewal).
+            let remaining = (current.expires(current.value.ttl_ms) - now).max(0) / 1_000_000;
+            let record = LeaseRecord {
+                ttl_ms: u64::try_from(remaining).unwrap_or(u64::MAX),
+                seq: Some(seq),
+                ..current.value
+            };
+            match self
+                .write_lease(scope, partition, &record, current.subject_seq)
+                .await?
+            {
+                Cas::Written => return Ok(()),
+                Cas::Raced => continue,
+            }
+        }
+        Err(PhotonError::Storage {
+            backend: LABEL,
+            message: format!(
+                "group {:?} partition {partition}: lost {MAX_ATTEMPTS} compare-and-set races",
+                scope.group
+            ),
+            source: None,
+        })
+    }
+
+    fn topic_partitions(&self, _topic: &str) -> Option<u32> {
+        // A key lives in one shard and seq = position × shards + shard, so with as many
+        // partitions as shards `partition_of` is the shard (unkeyed events: shard 0).
+        let shards = self.port.inner.names.shards();
+        (shards > 1).then_some(shards)
+    }
+
+    fn partition_records(
+        &self,
+        topic: &str,
+        partition: u32,
+        start: StartAt,
+    ) -> Option<RecordStream> {
+        // A partition is a shard only with several shards; otherwise it is a bucket spread
+        // over the topic's one stream.
+        self.topic_partitions(topic)?;
+        Some(self.port.open_shard_subscription(topic, partition, start))
+    }
+
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
+        let stream = self.stream().await?;
+        let records: Vec<(String, Stored<MemberRecord>)> = self
+            .list(&stream, format!("{}.m.*", self.scope_subject(scope)))
+            .await?;
+        let now = self.now().await?;
+        Ok(Self::live_members(&records, now))
+    }
+
+    async fn leases(&self, scope: &GroupScope) -> Result<Vec<PartitionLease>> {
+        let stream = self.stream().await?;
+        let records: Vec<(String, Stored<LeaseRecord>)> = self
+            .list(&stream, format!("{}.p.*", self.scope_subject(scope)))
+            .await?;
+        let now = self.now().await?;
+        let mut leases: Vec<PartitionLease> = records
+            .into_iter()
+            .filter_map(|(subject, stored)| {
+                let partition = subject.rsplit('.').next()?.parse().ok()?;
+                Some(PartitionLease {
+                    partition,
+                    live: LeaseRecord::live(&stored, now),
+                    owner: stored.value.owner.clone(),
+                    epoch: stored.value.epoch,
+                    checkpoint: stored.value.seq,
+                })
+            })
+            .collect();
+        leases.sort_by_key(|lease| lease.partition);
+        Ok(leases)
     }
 }
 
-impl Drop for GroupAck {
-    fn drop(&mut self) {
-        self.keep_alive.abort();
-        if self.done.load(Ordering::Acquire) {
-            return;
-        }
-        let acker = self.acker.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = acker.ack_with(AckKind::Nak(None)).await;
-            });
+impl NatsStoragePort {
+    /// The group primitive on this port's connection.
+    pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
+        Arc::new(NatsCoordination::new(self.clone()))
+    }
+
+    /// Joins a group with default options named after the request's member.
+    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
+        let options = GroupOptions::new(request.member.clone());
+        Box::pin(join(
+            Arc::new(self.clone()),
+            self.coordination(),
+            request,
+            options,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use photon_core::group::partition_of;
+    use photon_core::shard::{shard_for_key, sharded_seq};
+
+    #[test]
+    fn with_as_many_partitions_as_shards_a_partition_is_a_shard() {
+        for shards in [2_u32, 4, 7] {
+            for key in ["a", "order-17", "k0", "ü.*>"] {
+                let shard = shard_for_key(Some(key), shards);
+                for position in [1_u64, 2, 99] {
+                    let seq = sharded_seq(position, shard, shards);
+                    assert_eq!(partition_of(Some(key), seq, shards), shard);
+                }
+            }
+            for position in [1_u64, 5, 1000] {
+                let seq = sharded_seq(position, 0, shards);
+                assert_eq!(partition_of(None, seq, shards), 0);
+            }
         }
     }
 }

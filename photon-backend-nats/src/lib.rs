@@ -31,9 +31,15 @@
 //!   shard has none), so resuming after it skips nothing and may repeat events, and durable
 //!   subscriptions resume each shard from its own position; a shard without one starts at
 //!   its beginning.
-//! - **Consumer groups** share a durable pull consumer per shard with one unacknowledged
-//!   event at a time, which keeps per-key order: parallelism within a group is the shard
-//!   count. A delivery dropped unacknowledged is given back to the group at once.
+//! - **Consumer groups** run the lease protocol of `photon_core::group`: member heartbeats
+//!   and partition leases live in the stream `<prefix>_groups` (one subject per member
+//!   incarnation and per partition, compare-and-set writes), each partition's checkpoint in
+//!   its lease record, so a commit is fenced by the same compare-and-set. Expiries use the
+//!   server's message timestamps, not the hosts' clocks. A partition is a shard with
+//!   several shards, a key-hash bucket (`GroupOptions::partitions`) with one. Members read
+//!   the topic at full speed with ordinary subscriptions and keep their partitions' events;
+//!   a killed member's partitions are taken over once its lease expires (lease + one
+//!   heartbeat), a member that leaves hands them over at once.
 //!
 //! Delivery is at least once; after a crash a durable subscription repeats at most the
 //! events acknowledged within one checkpoint flush window.

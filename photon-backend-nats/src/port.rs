@@ -7,6 +7,7 @@ use async_nats::jetstream::{self, context::ContextBuilder};
 use async_nats::{ConnectOptions, ServerAddr};
 use async_trait::async_trait;
 use futures::StreamExt;
+use photon_core::group::GroupCoordination;
 use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
     RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
@@ -33,8 +34,9 @@ const RECORD_OVERHEAD_BYTES: usize = 4096;
 ///   `event_id` is `<stream>:<stream sequence>`, found again by a direct get.
 /// - Checkpoints live in a stream used as a compare-and-set key-value store and never
 ///   regress.
-/// - Consumer groups share a durable pull consumer per stream with at most one unacknowledged
-///   event, which keeps every key's order (see `subscribe_group`).
+/// - Consumer groups run the lease protocol of `photon_core::group`: heartbeats and
+///   partition leases (with each partition's checkpoint) live in a compare-and-set stream
+///   on the server, so members in any process share the work (see `group_coordination`).
 ///
 /// Clones share one connection. The client reconnects by itself after a server restart;
 /// subscriptions resume where they were.
@@ -263,6 +265,10 @@ impl StoragePort for NatsStoragePort {
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
         self.join_group(request)
+    }
+
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        Some(self.coordination())
     }
 
     async fn flush(&self) -> Result<()> {

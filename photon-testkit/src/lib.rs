@@ -16,6 +16,7 @@
 //! exact counts, order and content, and waits with deadlines, never "at least one".
 
 mod context;
+pub mod group_processes;
 pub mod scenarios;
 
 pub use context::{

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::port::{RecordStream, StartAt};
 
 /// One group on one topic: the namespace of its members, leases and checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,6 +152,29 @@ pub trait GroupCoordination: Send + Sync + 'static {
         epoch: u64,
         seq: i64,
     ) -> Result<()>;
+
+    /// The partition count of `topic` when the store splits it itself (broker shards), so
+    /// that a partition is a shard: an event's partition ([`crate::group::partition_of`])
+    /// is then its shard, and each partition is read in seq order. Members use this count
+    /// instead of `GroupOptions::partitions`. `None` (the default): key-hash buckets.
+    fn topic_partitions(&self, topic: &str) -> Option<u32> {
+        let _ = topic;
+        None
+    }
+
+    /// The records of one partition after `start`, in seq order, when the store can read a
+    /// partition alone (a broker shard, see [`GroupCoordination::topic_partitions`]).
+    /// `None` (the default): the member reads the whole topic and keeps the partition's
+    /// records.
+    fn partition_records(
+        &self,
+        topic: &str,
+        partition: u32,
+        start: StartAt,
+    ) -> Option<RecordStream> {
+        let _ = (topic, partition, start);
+        None
+    }
 
     /// The live members, sorted by name, one entry per name and partition count (as
     /// [`GroupCoordination::heartbeat`] returns them, without recording one).

@@ -70,6 +70,10 @@ pub fn join(
         out: out.downgrade(),
         leave: None,
     };
+    let mut options = options;
+    if let Some(partitions) = coordination.topic_partitions(&request.topic) {
+        options.partitions = partitions;
+    }
     if let Err(err) = options.validate() {
         failed(err, &out);
         return membership;
@@ -256,12 +260,17 @@ impl Member {
                 return;
             }
         };
-        let records = self.port.subscribe(SubscribeRequest {
-            topic: self.scope.topic.clone(),
-            key: None,
-            start,
-            durable: None,
-        });
+        let records = self
+            .coordination
+            .partition_records(&self.scope.topic, partition, start)
+            .unwrap_or_else(|| {
+                self.port.subscribe(SubscribeRequest {
+                    topic: self.scope.topic.clone(),
+                    key: None,
+                    start,
+                    durable: None,
+                })
+            });
         owned.start_reader(records, self.options.partitions, self.out.clone());
     }
 

@@ -37,8 +37,9 @@ pub struct GroupOptions {
     pub lease: Duration,
     /// Heartbeat and renewal period; well below `lease`.
     pub heartbeat: Duration,
-    /// Partitions of the topic (stores without shards). Every member of a group must use
-    /// the same count; a member that sees another count fails with a config error.
+    /// Partitions of the topic (stores without shards; on a sharded broker topic each
+    /// shard is a partition and this is ignored). Every member of a group must use the
+    /// same count; a member that sees another count fails with a config error.
     pub partitions: u32,
     /// Period of partition checkpoint commits.
     pub commit_interval: Duration,
