@@ -199,6 +199,15 @@ impl Member {
                     continue;
                 }
             }
+            if owned.lapsed() {
+                // Events read after the deadline were passed over, not handed out: a renewal
+                // now would keep a reader that skipped them. Giving the lease back makes the
+                // next owner (this member again, when the assignment says so) read the
+                // partition anew after its checkpoint.
+                tracing::warn!(scope = ?self.scope, partition = owned.partition, "group lease renewals came too late; reading the partition again from its checkpoint");
+                self.hand_back(&owned).await;
+                continue;
+            }
             let sent = Instant::now();
             match self
                 .coordination

@@ -108,6 +108,12 @@ impl Owned {
         Instant::now() < *lock(&self.deadline)
     }
 
+    /// Whether the local deadline passed while the ownership was not ended: the member
+    /// stopped handing out this partition and may have passed over events read meanwhile.
+    pub(crate) fn lapsed(&self) -> bool {
+        !self.fenced.load(Ordering::SeqCst) && !self.within_deadline()
+    }
+
     /// Whether a new event of this partition may be handed out now.
     pub(crate) fn hands_out(&self) -> bool {
         self.active.load(Ordering::SeqCst)
