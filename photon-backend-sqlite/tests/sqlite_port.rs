@@ -222,3 +222,20 @@ async fn rare_key_behind_a_long_history() {
     );
     assert_eq!(port.head_seq("t", Some("none")).await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn an_open_failure_keeps_sqlites_description_and_source() {
+    let directory = tempfile::tempdir().unwrap();
+    let missing = directory.path().join("no-such-dir").join("x.db");
+    let error = SqliteStoragePort::builder()
+        .path(&missing)
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "sqlite storage error: cannot open the database for writing: unable to open database file: "
+            .to_owned() + &missing.display().to_string()
+    );
+    assert!(std::error::Error::source(&error).is_some());
+}
