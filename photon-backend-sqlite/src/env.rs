@@ -90,7 +90,7 @@ pub(crate) fn synchronous(env: &impl Fn(&str) -> Option<String>) -> Result<Synch
             _ => Err(PhotonError::config(
                 PHOTON_SQLITE_SYNCHRONOUS,
                 text,
-                "normal or full",
+                "full or normal",
             )),
         },
     }

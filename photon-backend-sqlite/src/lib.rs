@@ -20,9 +20,11 @@
 //!   beside the writer). Replay streams in pages of `page_size` records.
 //! - **Live tail**: this port's commits wake its subscribers at once; appends of another
 //!   process reach them within `poll_interval`.
-//! - **Durability** ([`Synchronous`]): with the default `normal`, a killed process loses
-//!   nothing acknowledged; a power loss or OS crash may lose the last acknowledged
-//!   transactions (the file stays consistent). `full` syncs every commit.
+//! - **Durability** ([`Synchronous`]): the default `full` syncs the WAL at every commit
+//!   before `append` returns, so nothing acknowledged is lost, even on power loss or an OS
+//!   crash. `normal` (opt-in: `PHOTON_SQLITE_SYNCHRONOUS=normal`) syncs only at WAL
+//!   checkpoints: a killed process still loses nothing acknowledged, but a power loss or OS
+//!   crash may lose the transactions committed since the last checkpoint.
 //! - **Checkpoints** never regress (`max` on write). **Retention**: `truncate_before`, plus an
 //!   optional sweep by age and by count per topic.
 //! - **Consumer groups**: in-process, per port (Photon's generic group dispatcher); a
