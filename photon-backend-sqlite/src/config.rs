@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use photon_core::{Result, DEFAULT_MAX_PAYLOAD_BYTES};
 
-use crate::env::{millis, number, optional, parse, synchronous, validate};
+use crate::env::{flag, millis, number, optional, parse, synchronous, validate};
 
 use crate::port::SqliteStoragePort;
 
@@ -36,6 +36,9 @@ pub const PHOTON_SQLITE_MAX_PAYLOAD_BYTES: &str = "PHOTON_SQLITE_MAX_PAYLOAD_BYT
 pub const PHOTON_SQLITE_RETENTION_MAX_AGE_SECS: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS";
 /// At most this many newest events are kept per topic by the retention sweep. Unset: all.
 pub const PHOTON_SQLITE_RETENTION_MAX_EVENTS: &str = "PHOTON_SQLITE_RETENTION_MAX_EVENTS";
+/// `true` to apply the retention sweep to dead-letter topics (`*.dlq`) too. Default
+/// `false`: dead letters are kept until deleted explicitly (`truncate_before`).
+pub const PHOTON_SQLITE_RETENTION_DEAD_LETTERS: &str = "PHOTON_SQLITE_RETENTION_DEAD_LETTERS";
 /// Time between retention sweeps, in milliseconds. Default 60000.
 pub const PHOTON_SQLITE_RETENTION_INTERVAL_MS: &str = "PHOTON_SQLITE_RETENTION_INTERVAL_MS";
 
@@ -96,6 +99,8 @@ pub struct SqliteConfig {
     pub retention_max_age: Option<Duration>,
     /// Per-topic count limit of the retention sweep.
     pub retention_max_events: Option<u64>,
+    /// Whether the sweep applies to dead-letter topics (`*.dlq`) too.
+    pub retention_dead_letters: bool,
     /// Time between retention sweeps.
     pub retention_interval: Duration,
 }
@@ -131,6 +136,7 @@ pub struct SqliteStoragePortBuilder {
     max_payload_bytes: Option<usize>,
     retention_max_age: Option<Duration>,
     retention_max_events: Option<u64>,
+    retention_dead_letters: Option<bool>,
     retention_interval: Option<Duration>,
 }
 
@@ -260,6 +266,17 @@ impl SqliteStoragePortBuilder {
         self
     }
 
+    /// Whether the retention sweep applies to dead-letter topics (`*.dlq`) too; by default
+    /// it does not, and dead letters are kept until deleted explicitly.
+    ///
+    /// ```
+    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().retention_dead_letters(true);
+    /// ```
+    pub fn retention_dead_letters(mut self, apply: bool) -> Self {
+        self.retention_dead_letters = Some(apply);
+        self
+    }
+
     /// Time between retention sweeps.
     ///
     /// ```
@@ -345,6 +362,10 @@ impl SqliteStoragePortBuilder {
                 Some(count) => Some(count),
                 None => optional(&env, PHOTON_SQLITE_RETENTION_MAX_EVENTS)?,
             },
+            retention_dead_letters: match self.retention_dead_letters {
+                Some(apply) => apply,
+                None => flag(&env, PHOTON_SQLITE_RETENTION_DEAD_LETTERS)?,
+            },
             retention_interval: millis(
                 self.retention_interval,
                 &env,
@@ -386,6 +407,7 @@ mod tests {
         assert_eq!(config.max_payload_bytes, DEFAULT_MAX_PAYLOAD_BYTES);
         assert_eq!(config.retention_max_age, None);
         assert_eq!(config.retention_max_events, None);
+        assert!(!config.retention_dead_letters);
         assert!(!config.has_retention());
     }
 

@@ -36,7 +36,8 @@ macro_rules! conformance_tests {
             durable_resume_on_drop, resume_without_checkpoint, get_event, listing, truncate,
             sealed_at_rest, wrong_key_continues, tampered_records_refused, key_rotation,
             concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
-            groups_share_work, group_member_leaves, group_resumes_after_restart
+            groups_share_work, group_member_leaves, group_resumes_after_restart,
+            gap_after_truncate
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {

@@ -46,6 +46,7 @@ catalogue!(
     replay::durable_resume,
     replay::durable_resume_on_drop,
     replay::resume_without_checkpoint,
+    replay::gap_after_truncate,
     queries::get_event,
     queries::listing,
     queries::truncate,
