@@ -16,6 +16,7 @@
 //! exact counts, order and content, and waits with deadlines, never "at least one".
 
 mod context;
+pub mod crash;
 pub mod scenarios;
 
 pub use context::{skip_or_fail, Context, PortFactory, REQUIRE_ENV};
