@@ -26,7 +26,12 @@
 //!   checkpoints: a killed process still loses nothing acknowledged, but a power loss or OS
 //!   crash may lose the transactions committed since the last checkpoint.
 //! - **Checkpoints** never regress (`max` on write). **Retention**: `truncate_before`, plus an
-//!   optional sweep by age and by count per topic.
+//!   optional sweep by age and by count per topic; dead-letter topics (`*.dlq`) are swept
+//!   only with [`PHOTON_SQLITE_RETENTION_DEAD_LETTERS`]. Retention does not wait for
+//!   checkpoints: a subscription whose next seq was deleted gets one `PhotonError::Gap`
+//!   naming the deleted seqs, then continues at the first kept one.
+//! - **Opening** a new file from several processes at once waits (within `busy_timeout`)
+//!   for the others' switch to WAL and schema creation instead of failing.
 //! - **Consumer groups**: in-process, per port (Photon's generic group dispatcher); a
 //!   group's position is not stored, so a group started again begins at its `start`.
 //!
