@@ -1,9 +1,11 @@
 //! Fluvio StoragePort for distributed Photon delivery.
 //!
-//! Puts Photon topics, checkpoints and consumer groups on a Fluvio cluster behind the
-//! shared storage contract: keyed partitions keep their order, durable subscriptions resume
-//! from checkpoints stored in Fluvio, and a topic can be spread over several Fluvio topics
-//! (shards). Turn it on with the `fluvio` feature of the `photon` facade.
+//! Puts Photon topics and checkpoints on a Fluvio cluster behind the shared storage
+//! contract: keyed partitions keep their order, durable subscriptions resume from
+//! checkpoints stored in Fluvio, and a topic can be spread over several Fluvio topics
+//! (shards). Consumer groups do not span processes on this port yet:
+//! `capabilities().consumer_groups` is `false`, and `subscribe_group` shares events only
+//! among members joined through one port instance. Turn it on with the `fluvio` feature of the `photon` facade.
 //!
 //! Settings: [`FluvioConfig`] holds them resolved; [`FluvioStoragePortBuilder`] sets them,
 //! and its docs list each environment fallback and default.

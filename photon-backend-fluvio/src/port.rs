@@ -188,7 +188,9 @@ impl StoragePort for FluvioStoragePort {
     fn capabilities(&self) -> StorageCapabilities {
         StorageCapabilities {
             get_event: true,
-            consumer_groups: true,
+            // `subscribe_group` dispatches within this port instance only: members in two
+            // processes would each receive every event, so groups are not claimed.
+            consumer_groups: false,
             durable: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,

@@ -44,6 +44,7 @@ mod consumer;
 mod env;
 mod error;
 mod gap;
+mod group;
 mod page;
 mod port;
 mod publish;

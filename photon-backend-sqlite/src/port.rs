@@ -4,6 +4,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
+use photon_core::group::GroupCoordination;
 use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
     RecordStream, Result, StorageCapabilities, StoragePort, SubscribeRequest,
@@ -11,6 +12,7 @@ use photon_core::{
 
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
 use crate::error::writer_gone;
+use crate::group::SqliteCoordination;
 use crate::reader::Readers;
 use crate::schema::open_writer;
 use crate::topic::TopicHeads;
@@ -47,7 +49,7 @@ pub(crate) struct Inner {
     commands: Sender<Command>,
     heads: Arc<TopicHeads>,
     readers: Arc<Readers>,
-    groups: photon_core::group::GroupDispatchers,
+    coordination: Arc<SqliteCoordination>,
 }
 
 impl std::fmt::Debug for SqliteStoragePort {
@@ -98,11 +100,11 @@ impl SqliteStoragePort {
         readers.read_now(|_| Ok(()))?;
         Ok(Self {
             inner: Arc::new(Inner {
+                coordination: Arc::new(SqliteCoordination::new(config.clone())),
                 config,
                 commands,
                 heads,
                 readers,
-                groups: photon_core::group::GroupDispatchers::default(),
             }),
         })
     }
@@ -120,6 +122,11 @@ impl SqliteStoragePort {
     /// The port of a weak handle, while any clone of it lives.
     pub(crate) fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
         weak.upgrade().map(|inner| Self { inner })
+    }
+
+    /// The group primitive over this port's file.
+    pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
+        Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
     }
 
     pub(crate) fn heads(&self) -> &TopicHeads {
@@ -197,11 +204,10 @@ impl StoragePort for SqliteStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        let port = self.clone();
-        self.inner
-            .groups
-            .join(request, Arc::new(self.clone()), move |subscription| {
-                port.open_subscription(subscription)
-            })
+        self.join_group(request)
+    }
+
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        Some(self.coordination())
     }
 }

@@ -37,6 +37,8 @@ enum Command {
     Get(commands::events::GetArgs),
     /// Shows or raises a durable subscription's checkpoint.
     Checkpoints(commands::checkpoints::CheckpointArgs),
+    /// Shows a consumer group's members, partition owners and positions (mem, sqlite).
+    Groups(commands::groups::GroupArgs),
     /// Checks that the backend answers and shows its capabilities.
     Doctor,
 }
@@ -58,6 +60,7 @@ async fn main() -> std::process::ExitCode {
         Command::Replay(args) => commands::events::replay(cli.backend, args).await,
         Command::Get(args) => commands::events::get(cli.backend, args).await,
         Command::Checkpoints(args) => commands::checkpoints::run(cli.backend, args).await,
+        Command::Groups(args) => commands::groups::run(cli.backend, args).await,
         Command::Doctor => commands::doctor::run(cli.backend).await,
     };
     match outcome {

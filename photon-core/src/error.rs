@@ -162,10 +162,10 @@ pub enum PhotonError {
         seq: i64,
         /// Its partition key when the port could still read it.
         key: Option<String>,
-        /// The bytes as stored.
-        stored: Vec<u8>,
+        /// The bytes as stored (boxed, with `reason`, to keep every `Result` small).
+        stored: Box<[u8]>,
         /// Why decoding failed.
-        reason: String,
+        reason: Box<str>,
     },
     /// Storage no longer holds events a subscription still needed (removed by retention or
     /// truncation): the seqs `from..to` of `topic` are gone. The stream continues at `to`.
@@ -189,6 +189,20 @@ pub enum PhotonError {
     /// The object was shut down or dropped.
     #[error("{0} is closed")]
     Closed(String),
+    /// A consumer-group member acknowledged or committed for a partition it no longer owns
+    /// at this epoch (its lease expired or another member took the partition over). The
+    /// event will be (or was) handed to the partition's current owner.
+    #[error("group {group:?} on topic {topic:?}: partition {partition} is no longer owned by this member at epoch {epoch}")]
+    Fenced {
+        /// Group name.
+        group: String,
+        /// Topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The ownership epoch the refused call came from.
+        epoch: u64,
+    },
 }
 
 impl PhotonError {

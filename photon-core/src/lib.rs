@@ -28,7 +28,7 @@ pub use checkpoint::{CheckpointCommitter, FlushPolicy};
 pub use crypto::{TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
 pub use error::{BoxError, CryptoFailure, PhotonError, Result};
 pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
-pub use group::GroupDispatchers;
+pub use group::{GroupCoordination, GroupDispatchers, GroupMembership, GroupOptions, GroupScope};
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, SubscribeRequest,

@@ -3,6 +3,7 @@
 //! Each bullet under a method is a conformance scenario in `photon-testkit`.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::Stream;
@@ -10,6 +11,7 @@ use futures::Stream;
 use crate::capabilities::StorageCapabilities;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Record, RecordDraft};
+use crate::group::{GroupCoordination, Ownership};
 
 /// A stream of stored records. Errors are per item: the stream continues after one unless
 /// the port says it ended.
@@ -90,8 +92,27 @@ pub trait Acknowledge: Send + Sync {
     /// another member.
     ///
     /// # Errors
-    /// Storage errors of the port.
+    /// Storage errors of the port; [`PhotonError::Fenced`] when the member no longer owns
+    /// the delivery's partition (the event goes, or went, to its new owner).
     async fn ack(&self) -> Result<()>;
+
+    /// Gives the delivery back: it is handed out again, before the member's later events.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] where the port cannot give an event back;
+    /// [`PhotonError::Fenced`] as for [`Acknowledge::ack`].
+    async fn release(&self) -> Result<()> {
+        Err(PhotonError::Unsupported {
+            backend: "group",
+            operation: "release",
+        })
+    }
+
+    /// The partition ownership this delivery was handed out under, where the group runs
+    /// the lease protocol ([`crate::group::join`]).
+    fn ownership(&self) -> Option<Ownership> {
+        None
+    }
 }
 
 /// One event delivered to one member of a group.
@@ -238,6 +259,10 @@ pub trait StoragePort: Send + Sync + 'static {
 
     /// Joins a consumer group.
     ///
+    /// Ports with a [`GroupCoordination`] primitive implement this with
+    /// [`crate::group::join`] (default options, member named by the request), so that their
+    /// groups span processes; `Photon::group` calls `join` itself to pass options.
+    ///
     /// - Requires capability `consumer_groups`.
     /// - Each event goes to exactly one live member; a key's events go to one member at a
     ///   time, in order.
@@ -249,6 +274,12 @@ pub trait StoragePort: Send + Sync + 'static {
         Box::pin(futures::stream::once(std::future::ready(Err(
             self.unsupported("subscribe_group")
         ))))
+    }
+
+    /// The group primitive of this port, when its groups span processes: members in any
+    /// process joined through it (with [`crate::group::join`]) share the work.
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        None
     }
 
     /// Waits until every accepted append is stored (ports that acknowledge before storing).

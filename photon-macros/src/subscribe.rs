@@ -1,4 +1,5 @@
-//! `#[subscribe]`: registers an async fn as a durable handler through `inventory`.
+//! `#[subscribe]`: registers an async fn as a durable (or consumer-group) handler through
+//! `inventory`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -6,16 +7,37 @@ use syn::{FnArg, ItemFn};
 
 use crate::args::{check_topic, Args};
 
-/// Expands `#[subscribe(topic = "...", durable = "...", key = "...")]` on `item`.
+/// Expands `#[subscribe(topic = "...", durable = "...", key = "...", group = "...")]` on
+/// `item`. With `group` alone, the group name is also the handler's durable name.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let args = Args::parse(attr, &["topic", "durable", "key"])?;
-    let durable = args.require("durable", "subscribe")?;
+    let args = Args::parse(attr, &["topic", "durable", "key", "group"])?;
+    let group = args.get("group");
+    let durable = match (args.get("durable"), group) {
+        (Some(durable), _) => durable,
+        (None, Some(group)) => group,
+        (None, None) => args.require("durable", "subscribe")?,
+    };
     if durable.value().is_empty() {
         return Err(syn::Error::new(
             durable.span(),
             "`durable` must not be empty",
         ));
     }
+    if let Some(group) = group {
+        if group.value().is_empty() {
+            return Err(syn::Error::new(group.span(), "`group` must not be empty"));
+        }
+        if let Some(key) = args.get("key") {
+            return Err(syn::Error::new(
+                key.span(),
+                "a group handler shares every key of its topic: remove `key`",
+            ));
+        }
+    }
+    let group = match group {
+        Some(group) => quote!(::core::option::Option::Some(#group)),
+        None => quote!(::core::option::Option::None),
+    };
     let function: ItemFn = syn::parse2(item.clone())?;
     let signature = &function.sig;
     if signature.asyncness.is_none() {
@@ -74,6 +96,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
                     input_topic: <#input as ::photon::runtime::HandlerInput>::TOPIC,
                     durable: #durable,
                     key: #key,
+                    group: #group,
                     handler: #wrapper,
                 }
             }
@@ -158,6 +181,37 @@ mod tests {
         assert!(
             expanded.contains("key : :: core :: option :: Option :: Some (\"o-1\")"),
             "{expanded}"
+        );
+    }
+
+    #[test]
+    fn registers_a_group_handler() {
+        let expanded = expand(
+            quote!(group = "packers"),
+            quote!(
+                async fn pack(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(expanded.contains("durable : \"packers\""), "{expanded}");
+        assert!(
+            expanded.contains("group : :: core :: option :: Option :: Some (\"packers\")"),
+            "{expanded}"
+        );
+    }
+
+    #[test]
+    fn a_group_handler_takes_every_key() {
+        let message = error(
+            quote!(group = "packers", key = "o-1"),
+            quote!(
+                async fn pack(order: Order) {}
+            ),
+        );
+        assert_eq!(
+            message,
+            "a group handler shares every key of its topic: remove `key`"
         );
     }
 }

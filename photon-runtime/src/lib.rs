@@ -21,6 +21,7 @@
 mod backend;
 mod builder;
 pub mod executor;
+mod group;
 mod photon;
 mod subscription;
 
@@ -32,6 +33,7 @@ pub use executor::{
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
     TopicSnapshot, TypedEvent, TypedStream, TypedTopic,
 };
+pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
 pub use subscription::DurableSubscription;
 

@@ -2,15 +2,18 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use photon_core::group::GroupOptions;
 use photon_core::{
-    Appended, CheckpointCommitter, CheckpointKey, Event, EventStore, EventStream, FlushPolicy,
-    Result, StartAt, StartPolicy, StoragePort, TopicRegistry, TransportCrypto,
+    validate_topic_name, Appended, CheckpointCommitter, CheckpointKey, Event, EventStore,
+    EventStream, FlushPolicy, GroupRequest, PhotonError, Result, StartAt, StartPolicy, StoragePort,
+    TopicRegistry, TransportCrypto,
 };
 use serde_json::Value;
 
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
+use crate::group::{GroupStatus, GroupSubscription};
 use crate::subscription::DurableSubscription;
 
 /// A Photon instance over one storage port. Clones share everything.
@@ -111,6 +114,90 @@ impl Photon {
         let committer = self.committer(checkpoint.clone());
         let stream = self.store().subscribe_after_checkpoint(checkpoint, policy);
         DurableSubscription::new(stream, committer)
+    }
+
+    /// Joins consumer group `group` on `topic` as a new member (named after the process
+    /// id, the clock and a counter) with the default options: the members share the topic's
+    /// events, each key handled by one member at a time, in order. See
+    /// [`GroupSubscription`] and, for what each backend guarantees, the README.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!({"n": 1})).await.unwrap();
+    /// let mut billing = photon.group("billing", "orders");
+    /// let event = billing.next().await.unwrap().unwrap();
+    /// assert_eq!(event.payload["n"], 1);
+    /// billing.ack(&event).await.unwrap();
+    /// billing.leave().await;
+    /// # });
+    /// ```
+    pub fn group(&self, group: &str, topic: &str) -> GroupSubscription {
+        static JOINED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let member = format!(
+            "{}-{nanos:x}-{}",
+            std::process::id(),
+            JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        self.group_with(group, topic, GroupOptions::new(member))
+    }
+
+    /// Joins consumer group `group` on `topic` with explicit membership options (member
+    /// name, lease and heartbeat periods, partitions). Backends with their own groups
+    /// (NATS, Fluvio) use only the member name.
+    ///
+    /// The stream's only item is an error when the topic or the options are refused, or
+    /// when the backend has no consumer groups.
+    pub fn group_with(&self, group: &str, topic: &str, options: GroupOptions) -> GroupSubscription {
+        let store = self.store().clone();
+        let port = store.port().clone();
+        let request = GroupRequest {
+            group: group.to_owned(),
+            member: options.member.clone(),
+            topic: topic.to_owned(),
+            start: StartAt::Beginning,
+        };
+        let refused = |err: PhotonError| {
+            GroupSubscription::from_port(
+                Box::pin(futures::stream::once(std::future::ready(Err(err)))),
+                store.clone(),
+            )
+        };
+        if let Err(err) = validate_topic_name(topic) {
+            return refused(err);
+        }
+        if group.is_empty() {
+            return refused(PhotonError::InvalidInput("a group needs a name".into()));
+        }
+        match port.group_coordination() {
+            Some(coordination) => GroupSubscription::from_membership(
+                photon_core::group::join(port, coordination, request, options),
+                store,
+            ),
+            None if port.capabilities().consumer_groups => {
+                GroupSubscription::from_port(port.subscribe_group(request), store)
+            }
+            None => refused(port.unsupported("consumer groups across processes")),
+        }
+    }
+
+    /// The live members of a group and, per partition, its owner, epoch, checkpoint and
+    /// distance to the head.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] on backends whose groups do not run the lease protocol
+    /// (NATS, Fluvio); the port's storage errors.
+    pub async fn group_status(&self, group: &str, topic: &str) -> Result<GroupStatus> {
+        validate_topic_name(topic)?;
+        let port = self.store().port().clone();
+        let Some(coordination) = port.group_coordination() else {
+            return Err(port.unsupported("group status"));
+        };
+        crate::group::status(coordination.as_ref(), port.as_ref(), group, topic).await
     }
 
     /// A checkpoint committer registered for flushing on [`Photon::shutdown`].

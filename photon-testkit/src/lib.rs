@@ -38,6 +38,7 @@ macro_rules! conformance_tests {
             sealed_at_rest, wrong_key_continues, tampered_records_refused, key_rotation,
             concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
             groups_share_work, group_member_leaves, group_resumes_after_restart,
+            group_leave_hands_over_quickly, group_lost_lease_is_fenced, group_read_ahead_bounded,
             gap_after_truncate
         );
     };

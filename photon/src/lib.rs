@@ -27,9 +27,9 @@
 pub use futures;
 pub use photon_core as core;
 pub use photon_core::{
-    mem, Appended, CheckpointKey, Event, EventStore, EventStream, FlushPolicy, PhotonError, Result,
-    StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
-    TransportCrypto,
+    mem, Appended, CheckpointKey, Event, EventStore, EventStream, FlushPolicy, GroupOptions,
+    PhotonError, Result, StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor,
+    TopicRegistry, TransportCrypto,
 };
 
 #[cfg(feature = "runtime")]
@@ -38,8 +38,8 @@ pub use photon_runtime as runtime;
 #[cfg(feature = "runtime")]
 pub use photon_runtime::{
     executor, AdminSnapshot, DeadLetter, DurableSubscription, Executor, ExecutorConfig,
-    GenericPhotonBackend, HandlerOptions, Photon, PhotonBackend, PhotonBuilder, SubscribeOptions,
-    TypedEvent, TypedStream, TypedTopic,
+    GenericPhotonBackend, GroupSubscription, HandlerOptions, Photon, PhotonBackend, PhotonBuilder,
+    SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream, TypedTopic,
 };
 
 #[cfg(feature = "macros")]
@@ -58,12 +58,12 @@ pub use photon_backend_fluvio as fluvio;
 pub mod prelude {
     pub use futures::StreamExt;
 
-    pub use crate::{Event, PhotonError, StartAt, StartPolicy};
+    pub use crate::{Event, GroupOptions, PhotonError, StartAt, StartPolicy};
 
     #[cfg(feature = "runtime")]
     pub use crate::{
-        DurableSubscription, Executor, Photon, PhotonBuilder, SubscribeOptions, TypedEvent,
-        TypedTopic,
+        DurableSubscription, Executor, GroupSubscription, Photon, PhotonBuilder, SubscribeOptions,
+        TypedEvent, TypedTopic,
     };
 
     #[cfg(feature = "macros")]

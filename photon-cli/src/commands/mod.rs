@@ -5,3 +5,4 @@ pub mod checkpoints;
 pub mod demo;
 pub mod doctor;
 pub mod events;
+pub mod groups;

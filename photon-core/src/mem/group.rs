@@ -1,17 +1,246 @@
-//! Consumer groups of the mem port: Photon's generic dispatcher over the mem topic stream.
+//! Consumer groups of the mem port: the group protocol over leases and heartbeats kept in
+//! the shared in-process store, so members on any clone of the port share the work.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
 
 use super::port::MemStoragePort;
+use crate::error::{PhotonError, Result};
+use crate::group::{join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease};
 use crate::port::{DeliveryStream, GroupRequest};
+
+#[derive(Debug)]
+struct Lease {
+    owner: String,
+    epoch: u64,
+    expires: Instant,
+    checkpoint: Option<i64>,
+}
+
+#[derive(Debug, Default)]
+struct GroupState {
+    /// Heartbeats by owner token: name, partitions, expiry.
+    members: HashMap<String, (String, u32, Instant)>,
+    leases: BTreeMap<u32, Lease>,
+}
+
+/// Leases and heartbeats of the mem port's groups.
+#[derive(Debug, Default)]
+pub(super) struct MemCoordination {
+    groups: Mutex<HashMap<GroupScope, GroupState>>,
+}
+
+impl MemCoordination {
+    fn lock(&self) -> MutexGuard<'_, HashMap<GroupScope, GroupState>> {
+        // Only plain values are changed under this lock, by non-panicking code.
+        self.groups
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn live(lease: &Lease, now: Instant) -> bool {
+    !lease.owner.is_empty() && lease.expires > now
+}
+
+#[async_trait]
+impl GroupCoordination for MemCoordination {
+    async fn heartbeat(
+        &self,
+        scope: &GroupScope,
+        member: &str,
+        owner: &str,
+        partitions: u32,
+        ttl: Duration,
+    ) -> Result<Vec<LiveMember>> {
+        let now = Instant::now();
+        let mut groups = self.lock();
+        let state = groups.entry(scope.clone()).or_default();
+        state
+            .members
+            .insert(owner.to_owned(), (member.to_owned(), partitions, now + ttl));
+        state.members.retain(|_, (_, _, expires)| *expires > now);
+        let mut members: Vec<LiveMember> = state
+            .members
+            .values()
+            .map(|(name, partitions, _)| LiveMember {
+                name: name.clone(),
+                partitions: *partitions,
+            })
+            .collect();
+        members.sort();
+        members.dedup();
+        Ok(members)
+    }
+
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
+        let now = Instant::now();
+        let groups = self.lock();
+        let mut members: Vec<LiveMember> = groups
+            .get(scope)
+            .map(|state| {
+                state
+                    .members
+                    .values()
+                    .filter(|(_, _, expires)| *expires > now)
+                    .map(|(name, partitions, _)| LiveMember {
+                        name: name.clone(),
+                        partitions: *partitions,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        members.sort();
+        members.dedup();
+        Ok(members)
+    }
+
+    async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()> {
+        if let Some(state) = self.lock().get_mut(scope) {
+            state.members.remove(owner);
+        }
+        Ok(())
+    }
+
+    async fn acquire(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let now = Instant::now();
+        let mut groups = self.lock();
+        let lease = groups
+            .entry(scope.clone())
+            .or_default()
+            .leases
+            .entry(partition)
+            .or_insert(Lease {
+                owner: String::new(),
+                epoch: 0,
+                expires: now,
+                checkpoint: None,
+            });
+        if live(lease, now) {
+            return Ok(None);
+        }
+        lease.owner = owner.to_owned();
+        lease.epoch += 1;
+        lease.expires = now + ttl;
+        Ok(Some(lease.epoch))
+    }
+
+    async fn renew(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let now = Instant::now();
+        let mut groups = self.lock();
+        let Some(lease) = groups
+            .get_mut(scope)
+            .and_then(|state| state.leases.get_mut(&partition))
+        else {
+            return Ok(false);
+        };
+        if !live(lease, now) || lease.owner != owner || lease.epoch != epoch {
+            return Ok(false);
+        }
+        lease.expires = now + ttl;
+        Ok(true)
+    }
+
+    async fn release(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+    ) -> Result<()> {
+        let mut groups = self.lock();
+        if let Some(lease) = groups
+            .get_mut(scope)
+            .and_then(|state| state.leases.get_mut(&partition))
+            .filter(|lease| lease.owner == owner && lease.epoch == epoch)
+        {
+            lease.owner.clear();
+        }
+        Ok(())
+    }
+
+    async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>> {
+        Ok(self
+            .lock()
+            .get(scope)
+            .and_then(|state| state.leases.get(&partition))
+            .and_then(|lease| lease.checkpoint))
+    }
+
+    async fn commit(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        seq: i64,
+    ) -> Result<()> {
+        let now = Instant::now();
+        let mut groups = self.lock();
+        match groups
+            .get_mut(scope)
+            .and_then(|state| state.leases.get_mut(&partition))
+            .filter(|lease| live(lease, now) && lease.owner == owner && lease.epoch == epoch)
+        {
+            Some(lease) => {
+                lease.checkpoint = Some(lease.checkpoint.map_or(seq, |c| c.max(seq)));
+                Ok(())
+            }
+            None => Err(PhotonError::Fenced {
+                group: scope.group.clone(),
+                topic: scope.topic.clone(),
+                partition,
+                epoch,
+            }),
+        }
+    }
+
+    async fn leases(&self, scope: &GroupScope) -> Result<Vec<PartitionLease>> {
+        let now = Instant::now();
+        Ok(self
+            .lock()
+            .get(scope)
+            .map(|state| {
+                state
+                    .leases
+                    .iter()
+                    .map(|(partition, lease)| PartitionLease {
+                        partition: *partition,
+                        owner: lease.owner.clone(),
+                        epoch: lease.epoch,
+                        live: live(lease, now),
+                        checkpoint: lease.checkpoint,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
 
 impl MemStoragePort {
     pub(super) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let port = self.clone();
-        self.shared
-            .groups
-            .join(request, Arc::new(self.clone()), move |subscription| {
-                port.open_subscription(subscription)
-            })
+        let options = GroupOptions::new(request.member.clone());
+        Box::pin(join(
+            Arc::new(self.clone()),
+            Arc::clone(&self.shared.coordination) as Arc<dyn GroupCoordination>,
+            request,
+            options,
+        ))
     }
 }

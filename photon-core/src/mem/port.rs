@@ -8,6 +8,7 @@ use super::topic::State;
 use crate::capabilities::{StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::error::Result;
 use crate::event::{Appended, Record, RecordDraft};
+use crate::group::GroupCoordination;
 use crate::port::{
     CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, SubscribeRequest,
 };
@@ -33,7 +34,7 @@ pub struct MemStoragePort {
 #[derive(Debug, Default)]
 pub(super) struct Shared {
     state: Mutex<State>,
-    pub(super) groups: crate::group::GroupDispatchers,
+    pub(super) coordination: Arc<super::group::MemCoordination>,
     max_payload_bytes: usize,
 }
 
@@ -135,5 +136,9 @@ impl StoragePort for MemStoragePort {
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
         self.join_group(request)
+    }
+
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        Some(Arc::clone(&self.shared.coordination) as Arc<dyn GroupCoordination>)
     }
 }

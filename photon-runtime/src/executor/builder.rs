@@ -253,6 +253,18 @@ impl ExecutorBuilder {
                     options.topic()
                 )));
             }
+            if let Some(group) = options.group_name() {
+                if group.is_empty() || options.topic_key().is_some() {
+                    return Err(PhotonError::InvalidInput(format!(
+                        "handler {}: a group handler needs a group name and takes every key of its topic",
+                        options.handler_name()
+                    )));
+                }
+                let port = self.photon.store().port();
+                if !port.capabilities().consumer_groups {
+                    return Err(port.unsupported("consumer groups across processes"));
+                }
+            }
             let identity = (options.durable(), options.topic(), options.topic_key());
             if !seen.insert(identity) {
                 return Err(PhotonError::InvalidInput(format!(

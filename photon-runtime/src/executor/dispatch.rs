@@ -1,12 +1,19 @@
 //! One durable subscription of the executor: reads events after the checkpoint, runs the
 //! events of one key in order and one at a time, different keys in parallel up to the
 //! configured bound, and acknowledges only the contiguous run of finished events.
+//!
+//! A group handler reads its member's share of the group instead, and acknowledges each
+//! finished event to the group (which keeps the contiguous run per partition).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use photon_core::{CheckpointCommitter, CheckpointKey, Event, EventStore, Result, Unopened};
+use photon_core::group::GroupOptions;
+use photon_core::{
+    Acknowledge, CheckpointCommitter, CheckpointKey, DeliveryStream, Event, EventStore,
+    GroupRequest, PhotonError, RecordStream, Result, StartAt, StartPolicy, Unopened,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -55,6 +62,8 @@ pub(crate) struct Subscription {
     queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
     /// Parallelism slots: one per key being handled.
     slots: Arc<Semaphore>,
+    /// Group handlers: the acknowledgement of each delivery read and not yet finished.
+    group_acks: Arc<Mutex<HashMap<i64, Box<dyn Acknowledge>>>>,
 }
 
 impl Subscription {
@@ -81,6 +90,66 @@ impl Subscription {
             progress,
             stop,
             queues: Mutex::new(HashMap::new()),
+            group_acks: Arc::default(),
+        }
+    }
+
+    /// The records to handle: after the checkpoint, or this member's share of its group.
+    fn open(&self) -> RecordStream {
+        let Some(group) = self.registration.options.group_name() else {
+            return self
+                .store
+                .records_after_checkpoint(self.checkpoint.clone(), self.config.start_policy);
+        };
+        static JOINED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let member = format!(
+            "{}-{}-{}",
+            self.registration.options.handler_name(),
+            std::process::id(),
+            JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let port = self.store.port().clone();
+        let request = GroupRequest {
+            group: group.to_owned(),
+            member: member.clone(),
+            topic: self.checkpoint.topic.clone(),
+            start: match self.config.start_policy {
+                StartPolicy::Beginning => StartAt::Beginning,
+                StartPolicy::Tail => StartAt::Tail,
+            },
+        };
+        let deliveries: DeliveryStream = match port.group_coordination() {
+            Some(coordination) => Box::pin(photon_core::group::join(
+                port,
+                coordination,
+                request,
+                GroupOptions::new(member),
+            )),
+            None => port.subscribe_group(request),
+        };
+        let acks = Arc::clone(&self.group_acks);
+        Box::pin(deliveries.map(move |item| {
+            item.map(|delivery| {
+                lock_acks(&acks).insert(delivery.record.seq, delivery.ack);
+                delivery.record
+            })
+        }))
+    }
+
+    /// Acknowledges a finished event to the group.
+    async fn ack_to_group(&self, seq: i64) {
+        let ack = lock_acks(&self.group_acks).remove(&seq);
+        let Some(ack) = ack else {
+            return;
+        };
+        match ack.ack().await {
+            Ok(()) => {}
+            Err(err @ PhotonError::Fenced { .. }) => {
+                tracing::warn!(checkpoint = ?self.checkpoint, seq, %err, "group acknowledgement refused: the partition moved to another member, which handles the event again");
+            }
+            Err(err) => {
+                tracing::warn!(checkpoint = ?self.checkpoint, seq, %err, "group acknowledgement failed")
+            }
         }
     }
 
@@ -92,6 +161,13 @@ impl Subscription {
     }
 }
 
+fn lock_acks(
+    acks: &Mutex<HashMap<i64, Box<dyn Acknowledge>>>,
+) -> std::sync::MutexGuard<'_, HashMap<i64, Box<dyn Acknowledge>>> {
+    // Only inserts and removals happen under this lock.
+    acks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs a subscription until stop; then drains in-flight handlers (bounded by the shutdown
 /// timeout) and flushes the checkpoint.
 ///
@@ -101,13 +177,19 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
     let window = Arc::new(Semaphore::new(subscription.config.max_in_flight));
     let mut workers = JoinSet::new();
     let mut stop = subscription.stop.clone();
-    while !stop.is_stopped() {
-        let stream = subscription.store.records_after_checkpoint(
-            subscription.checkpoint.clone(),
-            subscription.config.start_policy,
-        );
-        if !read(&subscription, stream, &window, &mut workers).await {
+    // Kept until the workers are drained, so that a group member acknowledges its
+    // in-flight events before it leaves the group.
+    let mut stream;
+    loop {
+        if stop.is_stopped() {
+            stream = None;
             break;
+        }
+        stream = Some(subscription.open());
+        if let Some(records) = stream.as_mut() {
+            if !read(&subscription, records, &window, &mut workers).await {
+                break;
+            }
         }
         // The stream ended (the port closed it): finish what was read, commit, reopen
         // after the checkpoint.
@@ -130,6 +212,7 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
     if abandoned > 0 {
         tracing::warn!(checkpoint = ?subscription.checkpoint, abandoned, "shutdown timeout: handlers abandoned");
     }
+    drop(stream);
     subscription.stats.mark_stopped();
     subscription.committer.flush().await
 }
@@ -138,7 +221,7 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
 /// ended by itself.
 async fn read(
     subscription: &Arc<Subscription>,
-    mut stream: photon_core::RecordStream,
+    stream: &mut RecordStream,
     window: &Arc<Semaphore>,
     workers: &mut JoinSet<()>,
 ) -> bool {
@@ -268,10 +351,14 @@ async fn handle(
         }
     };
     if finished {
-        for seq in subscription
+        let acknowledgeable = subscription
             .progress
-            .finished(queued.lane, queued.item.seq())
-        {
+            .finished(queued.lane, queued.item.seq());
+        if subscription.registration.options.group_name().is_some() {
+            subscription.ack_to_group(queued.item.seq()).await;
+            return finished;
+        }
+        for seq in acknowledgeable {
             if let Err(err) = subscription.committer.ack(seq).await {
                 tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
             }

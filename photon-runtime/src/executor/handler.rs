@@ -30,6 +30,8 @@ pub struct HandlerDescriptor {
     pub durable: &'static str,
     /// Only this key's events, when set.
     pub key: Option<&'static str>,
+    /// Consumer group the handler shares its topic with, when set.
+    pub group: Option<&'static str>,
     /// Calls the function with one event.
     pub handler: fn(Event) -> HandlerFuture,
 }
@@ -98,6 +100,7 @@ pub struct HandlerOptions {
     topic: String,
     key: Option<String>,
     name: Option<String>,
+    group: Option<String>,
 }
 
 impl HandlerOptions {
@@ -108,7 +111,27 @@ impl HandlerOptions {
             topic: topic.into(),
             key: None,
             name: None,
+            group: None,
         }
+    }
+
+    /// Shares the topic with the other members of consumer group `group` (in this and other
+    /// processes) instead of reading every event: each event is handled by one member,
+    /// each key by one member at a time, in order. Retries and dead letters work as for a
+    /// durable handler; the position is the group's. Not combinable with [`Self::key`].
+    ///
+    /// ```
+    /// let options = photon_runtime::HandlerOptions::new("billing", "orders").group("billing");
+    /// assert_eq!(options.group_name(), Some("billing"));
+    /// ```
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
+
+    /// The consumer group, when the handler is a group member.
+    pub fn group_name(&self) -> Option<&str> {
+        self.group.as_deref()
     }
 
     /// Only this key's events (the checkpoint is then kept per key).
@@ -187,6 +210,9 @@ impl Registration {
         let mut options = HandlerOptions::new(descriptor.durable, topic).name(descriptor.name);
         if let Some(key) = descriptor.key {
             options = options.key(key);
+        }
+        if let Some(group) = descriptor.group {
+            options = options.group(group);
         }
         let function = descriptor.handler;
         Ok(Self {

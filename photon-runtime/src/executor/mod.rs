@@ -12,6 +12,14 @@
 //!   dead-lettered): an event still running or retrying holds it back, whatever finished
 //!   after it.
 //!
+//! # Group handlers
+//! A handler with [`HandlerOptions::group`] (`#[subscribe(group = "...")]`) is a member of
+//! that consumer group instead of a durable subscription of its own: the members, in this
+//! and other processes, share the topic's events (each key to one member at a time). Keys
+//! still run in order, retries and dead letters are the same, and each finished event is
+//! acknowledged to the group, which keeps the position per partition (see
+//! [`photon_core::group`]).
+//!
 //! # Failures
 //! A handler error that [`PhotonError::is_retryable`] is retried with exponential backoff
 //! and jitter ([`RetryPolicy`]); the key waits, other keys go on. After the last attempt, at

@@ -1,15 +1,19 @@
-//! Consumer groups (where the capability says so).
+//! Consumer groups (where the capability says so). Members join through separate port
+//! instances (separate connections, as separate processes would have); the scenarios about
+//! leases and fencing need the port's group primitive (`group_coordination`) and are
+//! skipped on ports without it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use photon_core::{DeliveryStream, GroupRequest, StartAt};
+use photon_core::group::{partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::{DeliveryStream, GroupRequest, PhotonError, StartAt};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use crate::context::{Context, DEADLINE};
+use crate::context::{assert_quiet, take_exact, Context, DEADLINE};
 
 /// What members of one group handled, in handling order: `(member, key, i)`.
 type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
@@ -105,16 +109,18 @@ pub async fn groups_share_work(ctx: Context) {
     let (blue, red): (Log, Log) = Default::default();
     let mut members = Vec::new();
     for member in 0..2 {
+        let own_port = ctx.port().await;
         members.push(run_member(
             member,
-            join(&ctx, &port, "blue", member, &topic),
+            join(&ctx, &own_port, "blue", member, &topic),
             blue.clone(),
             None,
         ));
     }
+    let red_port = ctx.port().await;
     members.push(run_member(
         0,
-        join(&ctx, &port, "red", 0, &topic),
+        join(&ctx, &red_port, "red", 0, &topic),
         red.clone(),
         None,
     ));
@@ -157,7 +163,13 @@ pub async fn group_member_leaves(ctx: Context) {
     }
     let topic = ctx.topic("handover");
     let log: Log = Default::default();
-    let leaver = run_member(0, join(&ctx, &port, "g", 0, &topic), log.clone(), Some(20));
+    let leaver_port = ctx.port().await;
+    let leaver = run_member(
+        0,
+        join(&ctx, &leaver_port, "g", 0, &topic),
+        log.clone(),
+        Some(20),
+    );
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
     tokio::time::sleep(Duration::from_millis(300)).await;
     publish_keyed(&store, &topic, 300, 10).await;
@@ -235,4 +247,214 @@ pub async fn group_resumes_after_restart(ctx: Context) {
         first.union(&resumed_set).copied().collect::<HashSet<_>>(),
         (0..100).collect::<HashSet<_>>()
     );
+}
+
+/// Two members on separate ports share a topic; one leaves (drops its stream) and events
+/// published from then on are all handled by the other within 1 s of the leave.
+pub async fn group_leave_hands_over_quickly(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    if !port.capabilities().consumer_groups {
+        return;
+    }
+    let topic = ctx.topic("leave-fast");
+    let log: Log = Default::default();
+    let leaver_port = ctx.port().await;
+    let leaver = run_member(
+        0,
+        join(&ctx, &leaver_port, "g", 0, &topic),
+        log.clone(),
+        None,
+    );
+    let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    publish_keyed(&store, &topic, 200, 16).await;
+    wait_for(&log, 200).await;
+    let shares: HashSet<usize> = log.lock().unwrap().iter().map(|(m, _, _)| *m).collect();
+    assert_eq!(shares.len(), 2, "both members had a share before the leave");
+    leaver.abort();
+    let left = tokio::time::Instant::now();
+    for i in 200..300 {
+        store
+            .publish(
+                &topic,
+                Some(&format!("k{}", i % 16)),
+                json!(null),
+                json!({"i": i}),
+            )
+            .await
+            .unwrap();
+    }
+    let deadline = left + DEADLINE;
+    while log.lock().unwrap().len() < 300 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "handover never completed"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let handover = left.elapsed();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 300, "no event handled twice");
+    assert!(
+        log[200..].iter().all(|(member, _, _)| *member == 1),
+        "only the stayer handles events after the leave"
+    );
+    assert_per_key_order(&log);
+    assert!(
+        handover < Duration::from_secs(1),
+        "the leave took {handover:?} to hand over"
+    );
+    stayer.abort();
+}
+
+/// Fencing through the port's group primitive: a member whose partition lease moved to
+/// another owner hands out no more of that partition's events, and both its late
+/// acknowledgement and its late checkpoint commit are refused; the new owner's commit
+/// stands.
+pub async fn group_lost_lease_is_fenced(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let (Some(_), Some(other)) = (
+        port.group_coordination(),
+        ctx.port().await.group_coordination(),
+    ) else {
+        return;
+    };
+    let topic = ctx.topic("fenced");
+    let group = ctx.subscription("fenced");
+    let scope = GroupScope::new(&group, &topic);
+    let first = store
+        .publish(&topic, Some("k0"), json!(null), json!({"i": 0}))
+        .await
+        .unwrap();
+    let partition = partition_of(Some("k0"), first.seq, DEFAULT_PARTITIONS);
+    let options = GroupOptions::new("a")
+        .lease(Duration::from_millis(1500))
+        .heartbeat(Duration::from_millis(100));
+    let mut member = photon_core::group::join(
+        port.clone(),
+        port.group_coordination().unwrap(),
+        GroupRequest {
+            group: group.clone(),
+            member: "a".into(),
+            topic: topic.clone(),
+            start: StartAt::Beginning,
+        },
+        options,
+    );
+    let delivery = take_exact(&mut member, 1).await.remove(0).unwrap();
+    assert_eq!(delivery.record.seq, first.seq);
+    let held = other
+        .leases(&scope)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|lease| lease.partition == partition)
+        .expect("the member holds the partition's lease");
+    assert!(held.live);
+    other
+        .release(&scope, partition, &held.owner, held.epoch)
+        .await
+        .unwrap();
+    let intruder_epoch = other
+        .acquire(&scope, partition, "intruder", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("a released lease can be taken");
+    assert_eq!(intruder_epoch, held.epoch + 1);
+    // The member's next renewal (within one heartbeat) finds the lease gone.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    match delivery.ack.ack().await {
+        Err(PhotonError::Fenced {
+            partition: p,
+            epoch,
+            ..
+        }) => {
+            assert_eq!((p, epoch), (partition, held.epoch));
+        }
+        other => panic!("a late ack must be refused, got {other:?}"),
+    }
+    match other
+        .commit(&scope, partition, &held.owner, held.epoch, first.seq)
+        .await
+    {
+        Err(PhotonError::Fenced { .. }) => {}
+        other => panic!("a late commit must be refused, got {other:?}"),
+    }
+    assert_eq!(
+        other.load_checkpoint(&scope, partition).await.unwrap(),
+        None
+    );
+    store
+        .publish(&topic, Some("k0"), json!(null), json!({"i": 1}))
+        .await
+        .unwrap();
+    assert_quiet(&mut member, Duration::from_millis(800)).await;
+    other
+        .commit(&scope, partition, "intruder", intruder_epoch, first.seq)
+        .await
+        .unwrap();
+    assert_eq!(
+        other.load_checkpoint(&scope, partition).await.unwrap(),
+        Some(first.seq)
+    );
+}
+
+/// Read-ahead stays bounded while one delivery stays unacknowledged: with a read-ahead of
+/// 16 on one partition, a member hands out exactly 16 events while the first is held (the
+/// other 15 acknowledged), and the rest once it is acknowledged. A restart then resumes
+/// after all of them.
+pub async fn group_read_ahead_bounded(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let Some(coordination) = port.group_coordination() else {
+        return;
+    };
+    let topic = ctx.topic("read-ahead");
+    let group = ctx.subscription("read-ahead");
+    publish_keyed(&store, &topic, 100, 5).await;
+    let options = || {
+        let mut options = GroupOptions::new("solo")
+            .partitions(1)
+            .heartbeat(Duration::from_millis(100));
+        options.read_ahead = 16;
+        options
+    };
+    let request = GroupRequest {
+        group: group.clone(),
+        member: "solo".into(),
+        topic: topic.clone(),
+        start: StartAt::Beginning,
+    };
+    let mut member = photon_core::group::join(
+        port.clone(),
+        coordination.clone(),
+        request.clone(),
+        options(),
+    );
+    let mut first_batch = take_exact(&mut member, 16).await;
+    let held = first_batch.remove(0).unwrap();
+    for delivery in &first_batch {
+        delivery.as_ref().unwrap().ack.ack().await.unwrap();
+    }
+    assert_quiet(&mut member, Duration::from_millis(500)).await;
+    held.ack.ack().await.unwrap();
+    let mut seqs: Vec<i64> = std::iter::once(held.record.seq)
+        .chain(first_batch.iter().map(|d| d.as_ref().unwrap().record.seq))
+        .collect();
+    for _ in 0..84 {
+        let delivery = take_exact(&mut member, 1).await.remove(0).unwrap();
+        seqs.push(delivery.record.seq);
+        delivery.ack.ack().await.unwrap();
+    }
+    assert_eq!(seqs.len(), 100);
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "one partition in seq order"
+    );
+    member.leave().await;
+    let mut again = photon_core::group::join(ctx.port().await, coordination, request, options());
+    assert_quiet(&mut again, Duration::from_millis(800)).await;
 }

@@ -60,6 +60,9 @@ catalogue!(
     groups::groups_share_work,
     groups::group_member_leaves,
     groups::group_resumes_after_restart,
+    groups::group_leave_hands_over_quickly,
+    groups::group_lost_lease_is_fenced,
+    groups::group_read_ahead_bounded,
 );
 
 /// Runs one scenario by name in a fresh namespace.

@@ -16,8 +16,7 @@ fn nested(depth: usize) -> Value {
 }
 
 /// Empty object, the largest accepted payload, unicode keys and values, nesting near the
-/// depth limit: all
-/// round-trip equal as JSON values.
+/// depth limit, floats that need every digit: all round-trip equal as JSON values.
 pub async fn payload_shapes(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("shapes");
@@ -33,6 +32,19 @@ pub async fn payload_shapes(ctx: Context) {
         ),
         (Some("deep"), nested(49)),
         (None, json!([1, 2.5, null, true, "s", {"a": []}])),
+        // Floats whose shortest form needs all 17 digits, a subnormal and the extremes:
+        // every digit comes back.
+        (
+            Some("floats"),
+            json!([
+                -3.831_211_074_200_723_5e240,
+                0.1 + 0.2,
+                5e-324,
+                f64::MAX,
+                i64::MIN,
+                u64::MAX
+            ]),
+        ),
     ];
     for (key, payload) in &shapes {
         store

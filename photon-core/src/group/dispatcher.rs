@@ -1,5 +1,8 @@
-//! Consumer groups over any record stream: one dispatcher per `(group, topic)` hands each
-//! event to one member.
+//! In-process consumer groups over any record stream: one dispatcher per `(group, topic)`
+//! hands each event to one member. Members must share one port instance: two processes
+//! (or two port instances) each run their own dispatcher and both receive every event.
+//! Used by ports without a [`super::GroupCoordination`] primitive (Fluvio); a port with one
+//! uses [`super::join`] instead, whose groups span processes.
 //!
 //! A port that can stream a topic ([`RecordStream`]) gets consumer groups by keeping one
 //! [`GroupDispatchers`] and calling [`GroupDispatchers::join`] from

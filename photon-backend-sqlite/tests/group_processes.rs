@@ -1,0 +1,634 @@
+//! Consumer groups across processes sharing one SQLite file.
+//!
+//! - `group_members_survive_kills`: three member processes share 20,000 keyed events
+//!   published by a fourth process; one member is killed with SIGKILL every 2 s and
+//!   restarted, 6 times. From the logs: nothing acknowledged by the publisher is missing,
+//!   no key is handled by two members at overlapping times, each owner run handles each
+//!   key in order, duplicates come only from killed incarnations and stay within the
+//!   bound, and every kill is taken over within the lease + 2 s.
+//! - `frozen_member_is_fenced`: a member frozen with SIGSTOP for twice its lease, then
+//!   resumed, starts no event of a partition it lost, its late acknowledgement is refused,
+//!   and a late checkpoint commit under its old lease is refused by the store.
+//!
+//! Children are this test binary run again with `--ignored --exact group_child` and
+//! [`ROLE_ENV`] set. They append one line per step to their own log file with `write`
+//! (which a SIGKILL cannot undo) and `fdatasync` it every 100 ms; timestamps are
+//! CLOCK_REALTIME nanoseconds, comparable across the processes of one host.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use photon_backend_sqlite::SqliteStoragePort;
+use photon_core::group::{join, partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::{EventStore, GroupRequest, PhotonError, StartAt, StoragePort, TransportCrypto};
+use serde_json::json;
+
+const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_GROUP_ROLE";
+const TOPIC: &str = "groups.orders";
+const GROUP: &str = "billing";
+const KEYS: usize = 64;
+const LEASE: Duration = Duration::from_secs(2);
+const HEARTBEAT: Duration = Duration::from_millis(200);
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn open_port(db: &Path) -> SqliteStoragePort {
+    SqliteStoragePort::builder()
+        .path(db)
+        .poll_interval(Duration::from_millis(10))
+        .build_blocking()
+        .unwrap()
+}
+
+/// An append-only log, synced every 100 ms.
+struct Log {
+    file: File,
+    synced: Instant,
+}
+
+impl Log {
+    fn open(path: &str) -> Self {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        Self {
+            file,
+            synced: Instant::now(),
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        self.file.write_all(format!("{line}\n").as_bytes()).unwrap();
+        if self.synced.elapsed() >= Duration::from_millis(100) {
+            self.file.sync_data().unwrap();
+            self.synced = Instant::now();
+        }
+    }
+
+    fn sync(&mut self) {
+        self.file.sync_data().unwrap();
+    }
+}
+
+/// A child process: `publisher|db|log|count|per_second` or
+/// `member|db|log|name|incarnation|handle_ms`.
+#[test]
+#[ignore = "child process of the group process tests"]
+fn group_child() {
+    let Ok(spec) = std::env::var(ROLE_ENV) else {
+        return;
+    };
+    let parts: Vec<String> = spec.split('|').map(str::to_owned).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    match parts[0].as_str() {
+        "publisher" => runtime.block_on(publish(
+            &parts[1],
+            &parts[2],
+            parts[3].parse().unwrap(),
+            parts[4].parse().unwrap(),
+        )),
+        "member" => runtime.block_on(member(
+            &parts[1],
+            &parts[2],
+            &parts[3],
+            parts[4].parse().unwrap(),
+            parts[5].parse().unwrap(),
+        )),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Publishes `count` keyed events at about `per_second`, logging `seq key` once stored.
+async fn publish(db: &str, log: &str, count: usize, per_second: u64) {
+    let store = EventStore::new(
+        Arc::new(open_port(Path::new(db))),
+        TransportCrypto::plaintext(),
+    );
+    let mut log = Log::open(log);
+    let started = Instant::now();
+    for i in 0..count {
+        let due = started + Duration::from_micros(i as u64 * 1_000_000 / per_second);
+        tokio::time::sleep_until(due.into()).await;
+        let key = format!("k{}", i % KEYS);
+        let appended = store
+            .publish(TOPIC, Some(&key), json!(null), json!({"i": i}))
+            .await
+            .unwrap();
+        log.line(&format!("{} {key}", appended.seq));
+    }
+    log.line("done");
+    log.sync();
+}
+
+/// A group member: for each delivery logs `start`, waits `handle_ms`, logs `end`, then
+/// acknowledges and logs the outcome. A refused acknowledgement is followed by a direct
+/// commit under the same lease, whose outcome is logged too.
+async fn member(db: &str, log: &str, name: &str, incarnation: u32, handle_ms: u64) {
+    let port = open_port(Path::new(db));
+    let coordination = port.group_coordination().unwrap();
+    let mut log = Log::open(log);
+    let options = GroupOptions::new(name).lease(LEASE).heartbeat(HEARTBEAT);
+    let request = GroupRequest {
+        group: GROUP.into(),
+        member: name.into(),
+        topic: TOPIC.into(),
+        start: StartAt::Beginning,
+    };
+    let scope = GroupScope::new(GROUP, TOPIC);
+    let mut deliveries = join(Arc::new(port), coordination.clone(), request, options);
+    while let Some(delivery) = deliveries.next().await {
+        let delivery = delivery.unwrap();
+        let ownership = delivery.ack.ownership().unwrap();
+        let (key, seq) = (
+            delivery.record.topic_key.clone().unwrap(),
+            delivery.record.seq,
+        );
+        let what = format!(
+            "{name} {incarnation} {} {} {key} {seq}",
+            ownership.partition, ownership.epoch
+        );
+        log.line(&format!("start {what} {}", now_ns()));
+        if handle_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(handle_ms)).await;
+        }
+        log.line(&format!("end {what} {}", now_ns()));
+        match delivery.ack.ack().await {
+            Ok(()) => log.line(&format!("acked {what} {}", now_ns())),
+            Err(PhotonError::Fenced { .. }) => {
+                log.line(&format!("ack-refused {what} {}", now_ns()));
+                let commit = coordination
+                    .commit(
+                        &scope,
+                        ownership.partition,
+                        &ownership.owner,
+                        ownership.epoch,
+                        seq,
+                    )
+                    .await;
+                let outcome = match commit {
+                    Err(PhotonError::Fenced { .. }) => "commit-refused",
+                    Ok(()) => "commit-accepted",
+                    Err(_) => "commit-failed",
+                };
+                log.line(&format!("{outcome} {what} {}", now_ns()));
+            }
+            Err(err) => panic!("ack failed: {err}"),
+        }
+    }
+}
+
+fn spawn(spec: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "group_child",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(ROLE_ENV, spec)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn spawn_member(db: &Path, dir: &Path, name: &str, incarnation: u32, handle_ms: u64) -> Child {
+    let log = dir.join(format!("{name}.log"));
+    spawn(&format!(
+        "member|{}|{}|{name}|{incarnation}|{handle_ms}",
+        db.display(),
+        log.display()
+    ))
+}
+
+/// One line of a member log.
+#[derive(Debug, Clone)]
+struct Step {
+    kind: String,
+    member: String,
+    incarnation: u32,
+    partition: u32,
+    epoch: u64,
+    key: String,
+    seq: i64,
+    at: i64,
+}
+
+impl Step {
+    fn run(&self) -> (String, u32) {
+        (self.member.clone(), self.incarnation)
+    }
+}
+
+fn read_steps(path: &Path) -> Vec<Step> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            // A kill can cut the last line: only complete lines count.
+            let f: Vec<&str> = line.split(' ').collect();
+            let [kind, member, incarnation, partition, epoch, key, seq, at] = f[..] else {
+                return None;
+            };
+            Some(Step {
+                kind: kind.to_owned(),
+                member: member.to_owned(),
+                incarnation: incarnation.parse().ok()?,
+                partition: partition.parse().ok()?,
+                epoch: epoch.parse().ok()?,
+                key: key.to_owned(),
+                seq: seq.parse().ok()?,
+                at: at.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+fn read_published(path: &Path) -> (BTreeMap<i64, String>, bool) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut published = BTreeMap::new();
+    let mut done = false;
+    for line in text.lines() {
+        if line == "done" {
+            done = true;
+            continue;
+        }
+        if let Some((seq, key)) = line.split_once(' ') {
+            if let Ok(seq) = seq.parse() {
+                published.insert(seq, key.to_owned());
+            }
+        }
+    }
+    (published, done)
+}
+
+fn all_steps(dir: &Path, members: &[&str]) -> Vec<Step> {
+    members
+        .iter()
+        .flat_map(|name| read_steps(&dir.join(format!("{name}.log"))))
+        .collect()
+}
+
+/// A handled event: the `start` and `end` of one run, and whether its ack was accepted.
+#[derive(Debug, Clone)]
+struct Handling {
+    run: (String, u32),
+    partition: u32,
+    epoch: u64,
+    key: String,
+    seq: i64,
+    start: i64,
+    end: Option<i64>,
+    acked: bool,
+}
+
+fn handlings(steps: &[Step]) -> Vec<Handling> {
+    let mut open: HashMap<((String, u32), i64), usize> = HashMap::new();
+    let mut out: Vec<Handling> = Vec::new();
+    for step in steps {
+        let id = (step.run(), step.seq);
+        match step.kind.as_str() {
+            "start" => {
+                open.insert(id, out.len());
+                out.push(Handling {
+                    run: step.run(),
+                    partition: step.partition,
+                    epoch: step.epoch,
+                    key: step.key.clone(),
+                    seq: step.seq,
+                    start: step.at,
+                    end: None,
+                    acked: false,
+                });
+            }
+            "end" => {
+                if let Some(index) = open.get(&id) {
+                    out[*index].end = Some(step.at);
+                }
+            }
+            "acked" => {
+                if let Some(index) = open.get(&id) {
+                    out[*index].acked = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Intervals of one key never overlap, whoever handled them (an unfinished handling by a
+/// killed run lasts until the kill).
+fn assert_no_overlap(handled: &[Handling], killed_at: &HashMap<(String, u32), i64>) {
+    let mut by_key: BTreeMap<&str, Vec<(i64, i64, &Handling)>> = BTreeMap::new();
+    for h in handled {
+        let end = h
+            .end
+            .or_else(|| killed_at.get(&h.run).copied())
+            .unwrap_or(i64::MAX);
+        by_key.entry(&h.key).or_default().push((h.start, end, h));
+    }
+    for (key, mut intervals) in by_key {
+        intervals.sort_by_key(|(start, _, _)| *start);
+        for pair in intervals.windows(2) {
+            let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
+            assert!(
+                start >= end,
+                "key {key}: seq {} by {:?} overlaps seq {} by {:?}",
+                b.seq,
+                b.run,
+                a.seq,
+                a.run
+            );
+        }
+    }
+}
+
+/// One owner run: member incarnation, partition, epoch.
+type OwnerRun = ((String, u32), u32, u64);
+
+/// Within one owner run, each key goes up.
+fn assert_order_per_run(handled: &[Handling]) {
+    let mut last: HashMap<(OwnerRun, &str), i64> = HashMap::new();
+    for h in handled {
+        let id = ((h.run.clone(), h.partition, h.epoch), h.key.as_str());
+        if let Some(previous) = last.insert(id, h.seq) {
+            assert!(
+                previous < h.seq,
+                "{:?} handled key {} seq {} after {previous}",
+                h.run,
+                h.key,
+                h.seq
+            );
+        }
+    }
+}
+
+fn child_pid(child: &Child) -> String {
+    child.id().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_members_survive_kills() {
+    const EVENTS: usize = 20_000;
+    const KILLS: usize = 6;
+    let directory = tempfile::tempdir().unwrap();
+    let (db, dir) = (directory.path().join("group.db"), directory.path());
+    // The schema exists before the children race to open the file.
+    drop(open_port(&db));
+    let names = ["m0", "m1", "m2"];
+    let mut incarnations = [0_u32; 3];
+    let mut members: Vec<Child> = names
+        .iter()
+        .map(|name| spawn_member(&db, dir, name, 0, 1))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let published_log = dir.join("published.log");
+    let mut publisher = spawn(&format!(
+        "publisher|{}|{}|{EVENTS}|1300",
+        db.display(),
+        published_log.display()
+    ));
+
+    // (run killed, kill time)
+    let mut kills: Vec<((String, u32), i64)> = Vec::new();
+    for kill in 0..KILLS {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let index = kill % names.len();
+        members[index].kill().unwrap();
+        let at = now_ns();
+        members[index].wait().unwrap();
+        kills.push(((names[index].to_owned(), incarnations[index]), at));
+        incarnations[index] += 1;
+        members[index] = spawn_member(&db, dir, names[index], incarnations[index], 1);
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (published, handled) = loop {
+        let (published, done) = read_published(&published_log);
+        let handled = handlings(&all_steps(dir, &names));
+        let seen: HashSet<i64> = handled.iter().map(|h| h.seq).collect();
+        if done && published.keys().all(|seq| seen.contains(seq)) {
+            break (published, handled);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {} published events handled",
+            published.keys().filter(|seq| seen.contains(seq)).count(),
+            published.len()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // Give a straggling duplicate the time to show up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for member in &mut members {
+        member.kill().unwrap();
+        member.wait().unwrap();
+    }
+    assert!(publisher.wait().unwrap().success());
+    let handled = {
+        let _ = handled;
+        handlings(&all_steps(dir, &names))
+    };
+
+    assert_eq!(published.len(), EVENTS, "the publisher stored every event");
+    let seen: HashSet<i64> = handled.iter().map(|h| h.seq).collect();
+    let missing: Vec<i64> = published
+        .keys()
+        .filter(|seq| !seen.contains(seq))
+        .copied()
+        .collect();
+    assert_eq!(missing, Vec::<i64>::new(), "missing events");
+    for h in &handled {
+        assert_eq!(published.get(&h.seq), Some(&h.key), "seq {} key", h.seq);
+        assert_eq!(
+            h.partition,
+            partition_of(Some(&h.key), h.seq, DEFAULT_PARTITIONS)
+        );
+    }
+
+    let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
+    assert_no_overlap(&handled, &killed_at);
+    assert_order_per_run(&handled);
+
+    // Duplicates: the first handling of a repeated event was by a killed run, whose
+    // acknowledgement may not have been committed. Bound: what a run can have
+    // acknowledged and not committed (one commit interval) or read ahead, per partition.
+    let mut first_by: HashMap<i64, &Handling> = HashMap::new();
+    let mut duplicates = 0;
+    for h in &handled {
+        match first_by.get(&h.seq) {
+            None => {
+                first_by.insert(h.seq, h);
+            }
+            Some(first) => {
+                duplicates += 1;
+                assert!(
+                    killed_at.contains_key(&first.run),
+                    "seq {} handled again after {:?}, which was not killed",
+                    h.seq,
+                    first.run
+                );
+            }
+        }
+    }
+    let per_partition_bound = 256;
+    let bound = KILLS * DEFAULT_PARTITIONS as usize * per_partition_bound;
+    println!(
+        "handled {} lines, {duplicates} duplicates (bound {bound})",
+        handled.len()
+    );
+    assert!(duplicates <= bound, "{duplicates} duplicates > {bound}");
+
+    // Takeover: for each kill, each partition the killed run handled is next handled by
+    // another run within the lease + 2 s (the publisher is still running then).
+    let limit = i64::try_from((LEASE + Duration::from_secs(2)).as_nanos()).unwrap();
+    let mut worst = 0;
+    for (run, at) in &kills {
+        let owned: BTreeSet<u32> = handled
+            .iter()
+            .filter(|h| &h.run == run)
+            .map(|h| h.partition)
+            .collect();
+        for partition in owned {
+            let next = handled
+                .iter()
+                .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
+                .map(|h| h.start)
+                .min();
+            if let Some(next) = next {
+                let takeover = next - at;
+                worst = worst.max(takeover);
+                assert!(
+                    takeover < limit,
+                    "partition {partition} of {run:?} taken over after {} ms",
+                    takeover / 1_000_000
+                );
+            }
+            // No handling of the partition after the kill: nothing was left to take over
+            // (a lost event would show up as missing above).
+        }
+    }
+    println!("worst kill-to-takeover: {} ms", worst / 1_000_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_member_is_fenced() {
+    let directory = tempfile::tempdir().unwrap();
+    let (db, dir) = (directory.path().join("group.db"), directory.path());
+    drop(open_port(&db));
+    let names = ["m0", "m1"];
+    // m0 spends 50 ms per event, so it is mid-handling when frozen.
+    let mut frozen = spawn_member(&db, dir, "m0", 0, 50);
+    let mut other = spawn_member(&db, dir, "m1", 0, 1);
+    let published_log = dir.join("published.log");
+    let mut publisher = spawn(&format!(
+        "publisher|{}|{}|400|100",
+        db.display(),
+        published_log.display()
+    ));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = Command::new("kill")
+        .args(["-STOP", &child_pid(&frozen)])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stopped = now_ns();
+    tokio::time::sleep(LEASE * 2).await;
+    let resumed = now_ns();
+    let status = Command::new("kill")
+        .args(["-CONT", &child_pid(&frozen)])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(publisher.wait().unwrap().success());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for child in [&mut frozen, &mut other] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    let steps = all_steps(dir, &names);
+    let handled = handlings(&steps);
+    let m0 = |h: &&Handling| h.run.0 == "m0";
+    // Partitions m0 held when frozen, at their epochs.
+    let held: BTreeMap<u32, u64> = handled
+        .iter()
+        .filter(m0)
+        .filter(|h| h.start < stopped)
+        .map(|h| (h.partition, h.epoch))
+        .collect();
+    assert!(!held.is_empty(), "m0 owned partitions before the freeze");
+    // m1 took each of them over during the freeze, at a later epoch.
+    for (partition, epoch) in &held {
+        assert!(
+            handled.iter().any(|h| h.run.0 == "m1"
+                && h.partition == *partition
+                && h.epoch > *epoch
+                && h.start > stopped
+                && h.start < resumed),
+            "partition {partition} was not taken over during the freeze"
+        );
+    }
+    // After the resume, m0 starts nothing under a lease it lost.
+    for h in handled.iter().filter(m0).filter(|h| h.start > resumed) {
+        assert!(
+            !handled.iter().any(|o| o.run.0 == "m1"
+                && o.partition == h.partition
+                && o.epoch > h.epoch
+                && o.start < h.start),
+            "m0 started seq {} of partition {} at epoch {} after losing it",
+            h.seq,
+            h.partition,
+            h.epoch
+        );
+    }
+    // The delivery m0 was handling when frozen: its ack and its commit were refused.
+    let in_progress: Vec<&Handling> = handled
+        .iter()
+        .filter(m0)
+        .filter(|h| h.start < stopped && h.end.is_none_or(|end| end > stopped))
+        .collect();
+    assert_eq!(
+        in_progress.len(),
+        1,
+        "m0 was handling one event when frozen"
+    );
+    let late = in_progress[0];
+    let outcome: Vec<&str> = steps
+        .iter()
+        .filter(|s| s.member == "m0" && s.seq == late.seq && s.epoch == late.epoch)
+        .map(|s| s.kind.as_str())
+        .collect();
+    assert_eq!(
+        outcome,
+        vec!["start", "end", "ack-refused", "commit-refused"]
+    );
+    // Every event was handled (m1 handled the frozen one again).
+    let (published, done) = read_published(&published_log);
+    assert!(done);
+    let seen: HashSet<i64> = handled.iter().filter(|h| h.acked).map(|h| h.seq).collect();
+    assert_eq!(
+        published.keys().filter(|seq| !seen.contains(seq)).count(),
+        0,
+        "every published event was handled and acknowledged"
+    );
+    assert!(handled
+        .iter()
+        .any(|h| h.run.0 == "m1" && h.seq == late.seq && h.acked));
+}

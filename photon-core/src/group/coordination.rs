@@ -1,0 +1,167 @@
+//! The primitive a port provides so that a group spans processes: member heartbeats and
+//! compare-and-set partition leases with an expiry and an epoch (fencing token), plus a
+//! checkpoint per partition that only the current lease holder can move.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// One group on one topic: the namespace of its members, leases and checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupScope {
+    /// Group name.
+    pub group: String,
+    /// Topic.
+    pub topic: String,
+}
+
+impl GroupScope {
+    /// A scope.
+    pub fn new(group: impl Into<String>, topic: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            topic: topic.into(),
+        }
+    }
+}
+
+/// A live member as its last heartbeat described it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LiveMember {
+    /// The member's name (two incarnations of one member share it).
+    pub name: String,
+    /// The partition count the member splits the topic into.
+    pub partitions: u32,
+}
+
+/// The lease a delivery was handed out under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// The partition.
+    pub partition: u32,
+    /// The lease's epoch.
+    pub epoch: u64,
+    /// The owner token (this member incarnation).
+    pub owner: String,
+}
+
+/// A partition's lease as stored, for visibility.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionLease {
+    /// The partition.
+    pub partition: u32,
+    /// Owner token of the holder (`<member name>#<incarnation>`), empty when released.
+    pub owner: String,
+    /// Epoch of the last acquisition.
+    pub epoch: u64,
+    /// Whether the lease is still live.
+    pub live: bool,
+    /// The partition's committed seq.
+    pub checkpoint: Option<i64>,
+}
+
+/// Leases and heartbeats of consumer groups, stored where every member (in any process)
+/// sees them. Implementations make each call atomic in their store; expiries are measured
+/// on the store's clock (or, for a file shared by processes of one host, the host's).
+///
+/// An owner is a token unique to one member incarnation: a restarted member takes its old
+/// partitions over only once the old incarnation's leases expired.
+#[async_trait]
+pub trait GroupCoordination: Send + Sync + 'static {
+    /// Records `member` (incarnation `owner`) alive for `ttl`, splitting the topic into
+    /// `partitions`, and returns the live members, sorted by name, one entry per name and
+    /// partition count.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn heartbeat(
+        &self,
+        scope: &GroupScope,
+        member: &str,
+        owner: &str,
+        partitions: u32,
+        ttl: Duration,
+    ) -> Result<Vec<LiveMember>>;
+
+    /// Removes the heartbeat of incarnation `owner`.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()>;
+
+    /// Takes the lease of `partition` for `ttl` when nobody holds a live one; returns the
+    /// new epoch (one more than the previous holder's), or `None` when another owner holds
+    /// a live lease.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn acquire(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>>;
+
+    /// Extends a live lease held by `owner` at `epoch` to `ttl` from now; `false` when the
+    /// lease expired or moved (the caller lost the partition).
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn renew(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Result<bool>;
+
+    /// Gives the lease back at once when `owner` still holds it at `epoch`.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn release(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+    ) -> Result<()>;
+
+    /// The committed seq of a partition, `None` when never committed.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>>;
+
+    /// Raises the partition's checkpoint to `seq` (never lowers it), atomically with the
+    /// check that `owner` holds a live lease at `epoch`.
+    ///
+    /// # Errors
+    /// [`crate::PhotonError::Fenced`] when the lease expired or moved (nothing is stored);
+    /// storage errors of the port.
+    async fn commit(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        seq: i64,
+    ) -> Result<()>;
+
+    /// The live members, sorted by name, one entry per name and partition count (as
+    /// [`GroupCoordination::heartbeat`] returns them, without recording one).
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>>;
+
+    /// Every partition lease of the group, by partition.
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn leases(&self, scope: &GroupScope) -> Result<Vec<PartitionLease>>;
+}

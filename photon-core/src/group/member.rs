@@ -1,0 +1,449 @@
+//! A member's side of the group protocol: heartbeats, the deterministic assignment, lease
+//! acquisition, renewal and release, fenced partition commits, and the stream of
+//! deliveries of the partitions it owns.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::MissedTickBehavior;
+
+use crate::error::{PhotonError, Result};
+use crate::event::Record;
+use crate::group::assignment::assigned_to;
+use crate::group::coordination::{GroupCoordination, GroupScope, LiveMember};
+use crate::group::options::GroupOptions;
+use crate::group::partition::{GroupAck, Handout, Owned, Redelivery};
+use crate::port::{Delivery, GroupRequest, StartAt, StoragePort, SubscribeRequest};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only map inserts, removals and clones happen under these locks.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How a member leaves.
+enum Leave {
+    /// Wait (up to the lease) for handed-out events to be acknowledged, then release.
+    Drain(oneshot::Sender<()>),
+    /// Release at once (the stream was dropped).
+    Now,
+}
+
+struct Member {
+    scope: GroupScope,
+    options: GroupOptions,
+    /// Unique to this incarnation: the lease owner.
+    owner: String,
+    start: StartAt,
+    port: Arc<dyn StoragePort>,
+    coordination: Arc<dyn GroupCoordination>,
+    owned: Mutex<BTreeMap<u32, Arc<Owned>>>,
+    out: mpsc::UnboundedSender<Handout>,
+}
+
+/// Joins a group through a port's [`GroupCoordination`]: the member heartbeats, owns the
+/// partitions the deterministic assignment gives it (as soon as their leases are free),
+/// and streams their events from each partition's checkpoint.
+///
+/// Must be called within a tokio runtime (the member's protocol runs in a task).
+pub fn join(
+    port: Arc<dyn StoragePort>,
+    coordination: Arc<dyn GroupCoordination>,
+    request: GroupRequest,
+    options: GroupOptions,
+) -> GroupMembership {
+    let (out, receiver) = mpsc::unbounded_channel();
+    let redeliver: Redelivery = Arc::default();
+    let failed = |err: PhotonError, out: &mpsc::UnboundedSender<Handout>| {
+        let _ = out.send(Handout::Error(err));
+    };
+    let mut membership = GroupMembership {
+        receiver,
+        redeliver: Arc::clone(&redeliver),
+        out: out.downgrade(),
+        leave: None,
+    };
+    if let Err(err) = options.validate() {
+        failed(err, &out);
+        return membership;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        failed(
+            PhotonError::Closed(format!("group {} (no tokio runtime)", request.group)),
+            &out,
+        );
+        return membership;
+    };
+    let member = Arc::new(Member {
+        scope: GroupScope::new(request.group, request.topic),
+        owner: format!("{}#{}", options.member, uuid::Uuid::new_v4().simple()),
+        options,
+        start: request.start,
+        port,
+        coordination,
+        owned: Mutex::new(BTreeMap::new()),
+        out,
+    });
+    let (leave, leaving) = oneshot::channel();
+    membership.leave = Some(leave);
+    runtime.spawn(member.run(leaving));
+    membership
+}
+
+impl Member {
+    async fn run(self: Arc<Self>, mut leaving: oneshot::Receiver<Leave>) {
+        let mut heartbeat = tokio::time::interval(self.options.heartbeat);
+        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut commit = tokio::time::interval(self.options.commit_interval);
+        commit.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                leave = &mut leaving => {
+                    match leave {
+                        Ok(Leave::Drain(done)) => {
+                            self.leave(true).await;
+                            let _ = done.send(());
+                        }
+                        Ok(Leave::Now) | Err(_) => self.leave(false).await,
+                    }
+                    return;
+                }
+                _ = heartbeat.tick() => {
+                    if let Err(err) = self.rebalance().await {
+                        let _ = self.out.send(Handout::Error(err));
+                        self.leave(false).await;
+                        return;
+                    }
+                }
+                _ = commit.tick() => self.commit_all().await,
+            }
+        }
+    }
+
+    fn owned(&self) -> Vec<Arc<Owned>> {
+        lock(&self.owned).values().cloned().collect()
+    }
+
+    fn forget(&self, owned: &Arc<Owned>) {
+        owned.fence();
+        let mut map = lock(&self.owned);
+        if map
+            .get(&owned.partition)
+            .is_some_and(|o| Arc::ptr_eq(o, owned))
+        {
+            map.remove(&owned.partition);
+        }
+    }
+
+    fn local_deadline(&self, sent: Instant) -> Instant {
+        sent + self.options.lease - self.options.safety_margin()
+    }
+
+    /// One heartbeat: renews what stays, drains and releases what moved, acquires what
+    /// became ours.
+    ///
+    /// # Errors
+    /// A config error when another member splits the topic differently.
+    async fn rebalance(&self) -> Result<()> {
+        let options = &self.options;
+        let members = match self
+            .coordination
+            .heartbeat(
+                &self.scope,
+                &options.member,
+                &self.owner,
+                options.partitions,
+                options.lease,
+            )
+            .await
+        {
+            Ok(members) => members,
+            Err(err) => {
+                // Leases lapse on their own deadline; the next heartbeat tries again.
+                tracing::warn!(scope = ?self.scope, %err, "group heartbeat failed");
+                return Ok(());
+            }
+        };
+        if let Some(other) = members.iter().find(|m| m.partitions != options.partitions) {
+            return Err(PhotonError::Config {
+                variable: "group option partitions".into(),
+                value: options.partitions.to_string(),
+                expected: format!(
+                    "the partition count of group {:?}: member {:?} uses {}",
+                    self.scope.group, other.name, other.partitions
+                ),
+            });
+        }
+        let mut names: Vec<LiveMember> = members;
+        names.dedup_by(|a, b| a.name == b.name);
+        let mine = assigned_to(&names, &options.member, options.partitions);
+        for owned in self.owned() {
+            if !mine.contains(&owned.partition) && !owned.draining() {
+                owned.drain();
+            }
+            if owned.draining() {
+                let since = owned.drain();
+                if owned.in_flight() == 0 || since.elapsed() >= options.lease {
+                    self.hand_back(&owned).await;
+                    continue;
+                }
+            }
+            let sent = Instant::now();
+            match self
+                .coordination
+                .renew(
+                    &self.scope,
+                    owned.partition,
+                    &self.owner,
+                    owned.epoch,
+                    options.lease,
+                )
+                .await
+            {
+                Ok(true) => owned.extend(self.local_deadline(sent)),
+                Ok(false) => {
+                    tracing::warn!(scope = ?self.scope, partition = owned.partition, "group lease lost");
+                    self.forget(&owned);
+                }
+                Err(err) => {
+                    tracing::warn!(scope = ?self.scope, %err, "group lease renewal failed")
+                }
+            }
+        }
+        for partition in mine {
+            if lock(&self.owned).contains_key(&partition) {
+                continue;
+            }
+            let sent = Instant::now();
+            match self
+                .coordination
+                .acquire(&self.scope, partition, &self.owner, options.lease)
+                .await
+            {
+                Ok(Some(epoch)) => self.take(partition, epoch, sent).await,
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(scope = ?self.scope, %err, "group lease acquisition failed")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts reading a newly acquired partition after its checkpoint.
+    async fn take(&self, partition: u32, epoch: u64, sent: Instant) {
+        let owned = Owned::new(
+            self.scope.clone(),
+            partition,
+            epoch,
+            self.owner.clone(),
+            self.local_deadline(sent),
+            self.options.read_ahead,
+        );
+        lock(&self.owned).insert(partition, Arc::clone(&owned));
+        let start = match self.start_of(&owned).await {
+            Ok(start) => start,
+            Err(err) => {
+                tracing::warn!(scope = ?self.scope, partition, %err, "cannot load a group partition position");
+                self.release(&owned).await;
+                return;
+            }
+        };
+        let records = self.port.subscribe(SubscribeRequest {
+            topic: self.scope.topic.clone(),
+            key: None,
+            start,
+            durable: None,
+        });
+        owned.start_reader(records, self.options.partitions, self.out.clone());
+    }
+
+    /// Where a partition's reader starts: after its checkpoint; a partition without one
+    /// starts where the request says, and a tail start is pinned (committed) at once so
+    /// that a later owner does not start at a later tail.
+    async fn start_of(&self, owned: &Owned) -> Result<StartAt> {
+        let stored = self
+            .coordination
+            .load_checkpoint(&self.scope, owned.partition)
+            .await?;
+        if let Some(seq) = stored {
+            owned.committed(seq);
+            return Ok(StartAt::AfterSeq(seq));
+        }
+        if self.start != StartAt::Tail || !self.port.capabilities().head_seq {
+            return Ok(self.start);
+        }
+        let head = self
+            .port
+            .head_seq(&self.scope.topic, None)
+            .await?
+            .unwrap_or(0);
+        self.coordination
+            .commit(&self.scope, owned.partition, &self.owner, owned.epoch, head)
+            .await?;
+        owned.committed(head);
+        Ok(StartAt::AfterSeq(head))
+    }
+
+    /// Commits the acknowledged run of every owned partition.
+    async fn commit_all(&self) {
+        for owned in self.owned() {
+            self.commit(&owned).await;
+        }
+    }
+
+    async fn commit(&self, owned: &Arc<Owned>) {
+        let Some(seq) = owned.to_commit() else {
+            return;
+        };
+        match self
+            .coordination
+            .commit(&self.scope, owned.partition, &self.owner, owned.epoch, seq)
+            .await
+        {
+            Ok(()) => owned.committed(seq),
+            Err(err @ PhotonError::Fenced { .. }) => {
+                tracing::warn!(scope = ?self.scope, %err, "group commit refused: partition lost");
+                self.forget(owned);
+            }
+            Err(err) => {
+                tracing::warn!(scope = ?self.scope, %err, "group commit failed; will retry")
+            }
+        }
+    }
+
+    /// Commits what was acknowledged, then gives the lease back.
+    async fn hand_back(&self, owned: &Arc<Owned>) {
+        self.commit(owned).await;
+        self.release(owned).await;
+    }
+
+    async fn release(&self, owned: &Arc<Owned>) {
+        self.forget(owned);
+        if let Err(err) = self
+            .coordination
+            .release(&self.scope, owned.partition, &self.owner, owned.epoch)
+            .await
+        {
+            tracing::warn!(scope = ?self.scope, %err, "group lease release failed; it will expire");
+        }
+    }
+
+    async fn leave(&self, drain: bool) {
+        let owned = self.owned();
+        for partition in &owned {
+            partition.drain();
+        }
+        if drain {
+            let deadline = Instant::now() + self.options.lease - self.options.safety_margin();
+            while owned.iter().any(|o| o.in_flight() > 0 && o.accepts_acks())
+                && Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        for partition in &owned {
+            self.hand_back(partition).await;
+        }
+        if let Err(err) = self.coordination.leave(&self.scope, &self.owner).await {
+            tracing::warn!(scope = ?self.scope, %err, "group leave failed; the heartbeat will expire");
+        }
+    }
+}
+
+/// A member's stream of deliveries: events of the partitions it owns, each partition in
+/// seq order. An event is handed out only while its partition's lease is held (checked
+/// against the local deadline at the moment it is handed out).
+///
+/// Dropping the stream leaves the group at once (acknowledged events are committed and
+/// the leases released); [`GroupMembership::leave`] first waits for handed-out events.
+pub struct GroupMembership {
+    receiver: mpsc::UnboundedReceiver<Handout>,
+    redeliver: Redelivery,
+    /// Weak, so that the stream ends once the member's task and readers are gone.
+    out: mpsc::WeakUnboundedSender<Handout>,
+    leave: Option<oneshot::Sender<Leave>>,
+}
+
+impl std::fmt::Debug for GroupMembership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupMembership").finish_non_exhaustive()
+    }
+}
+
+impl GroupMembership {
+    /// Leaves the group gracefully: stops handing out events, waits (up to the lease) for
+    /// those handed out to be acknowledged or given back, commits, and releases the leases
+    /// so that the other members take over at once.
+    pub async fn leave(mut self) {
+        if let Some(leave) = self.leave.take() {
+            let (done, finished) = oneshot::channel();
+            if leave.send(Leave::Drain(done)).is_ok() {
+                let _ = finished.await;
+            }
+        }
+    }
+
+    fn delivery(&self, owned: Arc<Owned>, record: Record) -> Delivery {
+        owned.handed_out();
+        Delivery {
+            record: record.clone(),
+            ack: Box::new(GroupAck {
+                owned,
+                record,
+                redeliver: Arc::clone(&self.redeliver),
+                out: self.out.clone(),
+                done: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+impl Drop for GroupMembership {
+    fn drop(&mut self) {
+        if let Some(leave) = self.leave.take() {
+            let _ = leave.send(Leave::Now);
+        }
+    }
+}
+
+impl Stream for GroupMembership {
+    type Item = Result<Delivery>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            let given_back = lock(&self.redeliver).pop_front();
+            if let Some((owned, record)) = given_back {
+                if owned.hands_out() {
+                    return Poll::Ready(Some(Ok(self.delivery(owned, record))));
+                }
+                continue;
+            }
+            match self.receiver.poll_recv(cx) {
+                Poll::Ready(Some(Handout::Record(owned, record))) => {
+                    if owned.hands_out() {
+                        return Poll::Ready(Some(Ok(self.delivery(owned, record))));
+                    }
+                }
+                Poll::Ready(Some(Handout::Undecodable(owned, seq, err))) => {
+                    if owned.hands_out() {
+                        owned.handed_out_handled(seq);
+                        return Poll::Ready(Some(Err(err)));
+                    }
+                }
+                Poll::Ready(Some(Handout::Error(err))) => return Poll::Ready(Some(Err(err))),
+                Poll::Ready(Some(Handout::Wake)) => {}
+                // The member holds a sender while the stream lives.
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! Consumer groups.
+//!
+//! **Across processes** ([`join`]): one protocol, written once here, over a primitive each
+//! port provides ([`GroupCoordination`]: member heartbeats and compare-and-set partition
+//! leases with an expiry and an epoch).
+//!
+//! - The unit of assignment is a partition: on a store without shards, a key-hash bucket
+//!   ([`partition_of`], [`DEFAULT_PARTITIONS`] by default). A key lives in one partition.
+//! - Every member computes the same assignment from the sorted live members
+//!   ([`assigned_to`]), acquires the free or expired leases of its partitions and drains,
+//!   commits and releases the others.
+//! - A partition has at most one owner at a time. A member that could not renew stops
+//!   handing out the partition's events a safety margin before the lease expires (its own
+//!   monotonic clock); its late acknowledgements and commits are refused
+//!   ([`crate::PhotonError::Fenced`]), the commit by the store's epoch check.
+//! - Each partition keeps its own checkpoint; a new owner resumes after it, so a handover
+//!   repeats at most the events acknowledged after the last commit.
+//! - Read-ahead is bounded per partition ([`GroupOptions::read_ahead`]), also while one
+//!   delivery stays unacknowledged.
+//!
+//! **In one port instance** ([`GroupDispatchers`]): the older dispatcher, for ports without
+//! the primitive; its groups do not span processes.
+
+mod assignment;
+mod coordination;
+mod dispatcher;
+mod member;
+mod options;
+mod partition;
+
+pub use assignment::{assigned_to, partition_of};
+pub use coordination::{GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease};
+pub use dispatcher::{group_checkpoint, GroupDispatchers};
+pub use member::{join, GroupMembership};
+pub use options::{
+    GroupOptions, DEFAULT_COMMIT_INTERVAL, DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_PARTITIONS,
+    DEFAULT_READ_AHEAD,
+};

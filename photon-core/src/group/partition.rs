@@ -1,0 +1,291 @@
+//! One partition owned by a member at one epoch: its reader, its read-ahead bound, its
+//! acknowledgements and the position they make committable.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::error::{PhotonError, Result};
+use crate::event::Record;
+use crate::group::assignment::partition_of;
+use crate::group::coordination::{GroupScope, Ownership};
+use crate::port::{Acknowledge, RecordStream};
+use crate::progress::Progress;
+
+/// Events given back, handed out again before anything else.
+pub(crate) type Redelivery = Arc<Mutex<std::collections::VecDeque<(Arc<Owned>, Record)>>>;
+
+/// What a partition's reader hands to the member's stream.
+pub(crate) enum Handout {
+    /// A record of an owned partition.
+    Record(Arc<Owned>, Record),
+    /// A record of an owned partition that cannot be decoded (counts as handled once
+    /// handed out: the consumer gets its stored bytes to dead-letter it).
+    Undecodable(Arc<Owned>, i64, PhotonError),
+    /// An error of the group itself.
+    Error(PhotonError),
+    /// Something was given back: look at the redelivery queue.
+    Wake,
+}
+
+/// Positions of one owned partition.
+#[derive(Debug, Default)]
+struct Positions {
+    /// Highest seq of the contiguous acknowledged run.
+    acknowledged: Option<i64>,
+    /// Highest seq stored for this epoch.
+    committed: Option<i64>,
+}
+
+/// A partition this member holds a lease on.
+pub(crate) struct Owned {
+    pub(crate) scope: GroupScope,
+    pub(crate) partition: u32,
+    pub(crate) epoch: u64,
+    /// The lease owner token.
+    pub(crate) owner: String,
+    /// Past this instant (own monotonic clock) nothing is handed out or acknowledged.
+    deadline: Mutex<Instant>,
+    /// Hands out new events (false while draining before a release).
+    active: AtomicBool,
+    /// Lost or released: acknowledgements are refused.
+    fenced: AtomicBool,
+    /// Handed out and neither acknowledged nor given back.
+    in_flight: AtomicUsize,
+    progress: Progress,
+    positions: Mutex<Positions>,
+    permits: Arc<Semaphore>,
+    reader: Mutex<Option<JoinHandle<()>>>,
+    /// When draining started.
+    draining_since: Mutex<Option<Instant>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only plain values are replaced under these locks: a panic cannot leave them torn.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Owned {
+    pub(crate) fn new(
+        scope: GroupScope,
+        partition: u32,
+        epoch: u64,
+        owner: String,
+        deadline: Instant,
+        read_ahead: usize,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            scope,
+            partition,
+            epoch,
+            owner,
+            deadline: Mutex::new(deadline),
+            active: AtomicBool::new(true),
+            fenced: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
+            progress: Progress::default(),
+            positions: Mutex::new(Positions::default()),
+            permits: Arc::new(Semaphore::new(read_ahead)),
+            reader: Mutex::new(None),
+            draining_since: Mutex::new(None),
+        })
+    }
+
+    /// Moves the local deadline after a successful renewal.
+    pub(crate) fn extend(&self, deadline: Instant) {
+        let mut current = lock(&self.deadline);
+        *current = (*current).max(deadline);
+    }
+
+    fn within_deadline(&self) -> bool {
+        Instant::now() < *lock(&self.deadline)
+    }
+
+    /// Whether a new event of this partition may be handed out now.
+    pub(crate) fn hands_out(&self) -> bool {
+        self.active.load(Ordering::SeqCst)
+            && !self.fenced.load(Ordering::SeqCst)
+            && self.within_deadline()
+    }
+
+    /// Whether an acknowledgement of this partition is accepted now.
+    pub(crate) fn accepts_acks(&self) -> bool {
+        !self.fenced.load(Ordering::SeqCst) && self.within_deadline()
+    }
+
+    /// Stops handing out (before a release); returns when draining started.
+    pub(crate) fn drain(&self) -> Instant {
+        self.active.store(false, Ordering::SeqCst);
+        *lock(&self.draining_since).get_or_insert_with(Instant::now)
+    }
+
+    /// Whether the partition is being drained.
+    pub(crate) fn draining(&self) -> bool {
+        !self.active.load(Ordering::SeqCst)
+    }
+
+    /// Ends this ownership: nothing more is handed out or acknowledged.
+    pub(crate) fn fence(&self) {
+        self.active.store(false, Ordering::SeqCst);
+        self.fenced.store(true, Ordering::SeqCst);
+        if let Some(reader) = lock(&self.reader).take() {
+            reader.abort();
+        }
+    }
+
+    /// Handed out and not yet acknowledged or given back.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The acknowledged seq not yet committed, if any.
+    pub(crate) fn to_commit(&self) -> Option<i64> {
+        let positions = lock(&self.positions);
+        match (positions.acknowledged, positions.committed) {
+            (Some(acknowledged), Some(committed)) if acknowledged <= committed => None,
+            (acknowledged, _) => acknowledged,
+        }
+    }
+
+    /// Records a stored commit.
+    pub(crate) fn committed(&self, seq: i64) {
+        let mut positions = lock(&self.positions);
+        positions.committed = Some(positions.committed.map_or(seq, |c| c.max(seq)));
+    }
+
+    fn finished(&self, seq: i64) {
+        if let Some(last) = self.progress.finished(0, seq).last() {
+            let mut positions = lock(&self.positions);
+            positions.acknowledged = Some(positions.acknowledged.map_or(*last, |a| a.max(*last)));
+        }
+    }
+
+    /// Counts a record as handed out.
+    pub(crate) fn handed_out(&self) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts an undecodable record as handed out and handled.
+    pub(crate) fn handed_out_handled(&self, seq: i64) {
+        self.finished(seq);
+    }
+
+    fn fenced_error(&self) -> PhotonError {
+        PhotonError::Fenced {
+            group: self.scope.group.clone(),
+            topic: self.scope.topic.clone(),
+            partition: self.partition,
+            epoch: self.epoch,
+        }
+    }
+
+    /// Starts the reader: records of this partition from `records`, at most `read_ahead`
+    /// of them received and not yet acknowledged.
+    pub(crate) fn start_reader(
+        self: &Arc<Self>,
+        records: RecordStream,
+        partitions: u32,
+        out: mpsc::UnboundedSender<Handout>,
+    ) {
+        let owned = Arc::clone(self);
+        let reader = tokio::spawn(read(owned, records, partitions, out));
+        let mut slot = lock(&self.reader);
+        if self.fenced.load(Ordering::SeqCst) {
+            reader.abort();
+        } else {
+            *slot = Some(reader);
+        }
+    }
+}
+
+async fn read(
+    owned: Arc<Owned>,
+    mut records: RecordStream,
+    partitions: u32,
+    out: mpsc::UnboundedSender<Handout>,
+) {
+    loop {
+        let Ok(permit) = Arc::clone(&owned.permits).acquire_owned().await else {
+            return;
+        };
+        let handout = match records.next().await {
+            None => return,
+            Some(Ok(record)) => {
+                if partition_of(record.topic_key.as_deref(), record.seq, partitions)
+                    != owned.partition
+                {
+                    continue;
+                }
+                owned.progress.received(0, record.seq, Some(permit));
+                Handout::Record(Arc::clone(&owned), record)
+            }
+            Some(Err(err)) => match &err {
+                PhotonError::Undecodable { key, seq, .. } => {
+                    if partition_of(key.as_deref(), *seq, partitions) != owned.partition {
+                        continue;
+                    }
+                    owned.progress.received(0, *seq, Some(permit));
+                    Handout::Undecodable(Arc::clone(&owned), *seq, err)
+                }
+                _ => Handout::Error(err),
+            },
+        };
+        if out.send(handout).is_err() {
+            return;
+        }
+    }
+}
+
+/// Acknowledgement of one delivery, tied to the partition ownership it came from.
+pub(crate) struct GroupAck {
+    pub(crate) owned: Arc<Owned>,
+    pub(crate) record: Record,
+    pub(crate) redeliver: Redelivery,
+    pub(crate) out: mpsc::WeakUnboundedSender<Handout>,
+    pub(crate) done: AtomicBool,
+}
+
+#[async_trait]
+impl Acknowledge for GroupAck {
+    async fn ack(&self) -> Result<()> {
+        if !self.owned.accepts_acks() {
+            return Err(self.owned.fenced_error());
+        }
+        if self.done.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.owned.finished(self.record.seq);
+        self.owned.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<()> {
+        if !self.owned.accepts_acks() {
+            return Err(self.owned.fenced_error());
+        }
+        if self.done.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        lock(&self.redeliver).push_back((Arc::clone(&self.owned), self.record.clone()));
+        self.owned.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if let Some(out) = self.out.upgrade() {
+            let _ = out.send(Handout::Wake);
+        }
+        Ok(())
+    }
+
+    fn ownership(&self) -> Option<Ownership> {
+        Some(Ownership {
+            partition: self.owned.partition,
+            epoch: self.owned.epoch,
+            owner: self.owned.owner.clone(),
+        })
+    }
+}

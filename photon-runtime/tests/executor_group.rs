@@ -1,0 +1,120 @@
+//! Group handlers: executors on two instances share a topic through a consumer group;
+//! per-key order holds, each event is handled once, and a permanent failure becomes one
+//! dead letter.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use photon_core::mem::MemStoragePort;
+use photon_core::{PhotonError, TransportCrypto};
+use photon_runtime::{HandlerOptions, Photon};
+use serde_json::json;
+
+type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
+
+fn photon(port: &MemStoragePort) -> Photon {
+    Photon::builder()
+        .storage_port(port.clone())
+        .transport_crypto(
+            TransportCrypto::plaintext()
+                .with_key("k1", [3u8; 32])
+                .unwrap(),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_share_a_topic() {
+    let port = MemStoragePort::new();
+    let instances = [photon(&port), photon(&port)];
+    let log: Log = Arc::default();
+    let mut executors = Vec::new();
+    for (index, instance) in instances.iter().enumerate() {
+        let log = log.clone();
+        let executor = instance
+            .executor()
+            .handler_with(
+                HandlerOptions::new("billing", "orders").group("billing"),
+                move |event: photon_core::Event| {
+                    let log = log.clone();
+                    async move {
+                        let n = event.payload["n"].as_i64().unwrap();
+                        if n == 7 {
+                            return Err(PhotonError::Handler {
+                                message: "order 7 is refused".into(),
+                                retryable: false,
+                            });
+                        }
+                        log.lock()
+                            .unwrap()
+                            .push((index, event.topic_key.clone().unwrap(), n));
+                        Ok(())
+                    }
+                },
+            )
+            .start()
+            .unwrap();
+        executors.push(executor);
+    }
+    // Both members join and split the partitions before anything is published.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    for n in 0..200 {
+        instances[0]
+            .publish(
+                "orders",
+                Some(&format!("o-{}", n % 16)),
+                json!(null),
+                json!({"n": n}),
+            )
+            .await
+            .unwrap();
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while log.lock().unwrap().len() < 199 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "handlers did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for executor in &executors {
+        executor.shutdown().await.unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 199, "each event handled once");
+    let unique: HashSet<i64> = log.iter().map(|(_, _, n)| *n).collect();
+    assert_eq!(unique, (0..200).filter(|n| *n != 7).collect());
+    let mut last: BTreeMap<&str, i64> = BTreeMap::new();
+    for (_, key, n) in log.iter() {
+        if let Some(previous) = last.insert(key, *n) {
+            assert!(previous < *n, "key {key}: {n} after {previous}");
+        }
+    }
+    let members: HashSet<usize> = log.iter().map(|(m, _, _)| *m).collect();
+    assert_eq!(members.len(), 2, "both executors handled a share");
+    let letters = instances[0].dead_letters("orders").await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].original.payload, json!({"n": 7}));
+    assert_eq!(letters[0].subscription, "billing");
+}
+
+#[tokio::test]
+async fn a_group_handler_with_a_key_is_refused() {
+    let photon = photon(&MemStoragePort::new());
+    let started = photon
+        .executor()
+        .handler_with(
+            HandlerOptions::new("billing", "orders")
+                .group("billing")
+                .key("o-1"),
+            |_event: photon_core::Event| async {},
+        )
+        .start();
+    match started {
+        Err(PhotonError::InvalidInput(message)) => assert!(message.contains("group"), "{message}"),
+        other => panic!("expected InvalidInput, got {:?}", other.map(|_| ())),
+    }
+}
