@@ -30,6 +30,13 @@ pub const PHOTON_NATS_SYNC_ACK: &str = "PHOTON_NATS_SYNC_ACK";
 pub const PHOTON_NATS_MAX_IN_FLIGHT: &str = "PHOTON_NATS_MAX_IN_FLIGHT";
 /// Replay cursor: `stream_seq` (default: replay from a stream sequence) or `tail_only`.
 pub const PHOTON_NATS_REPLAY_CURSOR: &str = "PHOTON_NATS_REPLAY_CURSOR";
+/// How long opening the port keeps trying to reach a server (retrying with a growing pause
+/// while nothing answers) before it fails: a number with `ms`, `s`, `m`, `h` or `d`.
+/// Default `30s`.
+pub const PHOTON_NATS_CONNECT_TIMEOUT: &str = "PHOTON_NATS_CONNECT_TIMEOUT";
+/// `true` to apply [`PHOTON_NATS_MAX_AGE`] and [`PHOTON_NATS_MAX_BYTES`] to dead-letter
+/// topics (`*.dlq`) too. Default `false`: dead letters are kept until deleted explicitly.
+pub const PHOTON_NATS_RETENTION_DEAD_LETTERS: &str = "PHOTON_NATS_RETENTION_DEAD_LETTERS";
 /// Path of a NATS credentials (`.creds`) file.
 pub const PHOTON_NATS_CREDENTIALS_FILE: &str = "PHOTON_NATS_CREDENTIALS_FILE";
 /// `true` to require TLS. Default `false`.
@@ -43,6 +50,8 @@ pub const PHOTON_NATS_TLS_KEY_FILE: &str = "PHOTON_NATS_TLS_KEY_FILE";
 
 /// Default server URL.
 pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
+/// Default of [`PHOTON_NATS_CONNECT_TIMEOUT`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where subscriptions may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,7 +64,8 @@ pub enum ReplayCursor {
     TailOnly,
 }
 
-/// Retention limits applied to every event stream.
+/// Retention limits applied to every event stream (dead-letter topics only when
+/// `dead_letters` is set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Retention {
@@ -63,6 +73,8 @@ pub struct Retention {
     pub max_age: Option<Duration>,
     /// Largest stream size in bytes; `None` is unlimited.
     pub max_bytes: Option<u64>,
+    /// Whether the limits apply to dead-letter topics (`*.dlq`) too.
+    pub dead_letters: bool,
 }
 
 /// Client TLS settings.
@@ -100,6 +112,8 @@ pub struct NatsConfig {
     pub max_in_flight: usize,
     /// Replay reach of subscriptions.
     pub replay_cursor: ReplayCursor,
+    /// How long opening keeps trying to reach a server.
+    pub connect_timeout: Duration,
     /// NATS credentials file.
     pub credentials_file: Option<PathBuf>,
     /// TLS settings.
@@ -117,6 +131,7 @@ impl std::fmt::Debug for NatsConfig {
             .field("sync_ack", &self.sync_ack)
             .field("max_in_flight", &self.max_in_flight)
             .field("replay_cursor", &self.replay_cursor)
+            .field("connect_timeout", &self.connect_timeout)
             .field("credentials_file", &self.credentials_file)
             .field("tls", &self.tls)
             .finish()
@@ -148,6 +163,7 @@ impl Default for NatsConfig {
             sync_ack: true,
             max_in_flight: 256,
             replay_cursor: ReplayCursor::StreamSeq,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             credentials_file: None,
             tls: TlsConfig::default(),
         }
@@ -184,6 +200,8 @@ pub struct NatsStoragePortBuilder {
     pub(crate) sync_ack: Option<bool>,
     pub(crate) max_in_flight: Option<usize>,
     pub(crate) replay_cursor: Option<ReplayCursor>,
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) retention_dead_letters: Option<bool>,
     pub(crate) credentials_file: Option<PathBuf>,
     pub(crate) tls_required: Option<bool>,
     pub(crate) tls_ca_file: Option<PathBuf>,
@@ -285,6 +303,30 @@ impl NatsStoragePortBuilder {
     /// ```
     pub fn replay_cursor(mut self, cursor: ReplayCursor) -> Self {
         self.replay_cursor = Some(cursor);
+        self
+    }
+
+    /// How long opening keeps trying to reach a server before it fails with
+    /// [`photon_core::PhotonError::Unavailable`]; attempts are retried with a growing
+    /// pause (up to 1 s) while nothing answers.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().connect_timeout(Duration::from_secs(60));
+    /// ```
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Whether the age and size limits apply to dead-letter topics (`*.dlq`) too; by
+    /// default they do not, and dead letters are kept until deleted explicitly.
+    ///
+    /// ```
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().retention_dead_letters(true);
+    /// ```
+    pub fn retention_dead_letters(mut self, apply: bool) -> Self {
+        self.retention_dead_letters = Some(apply);
         self
     }
 

@@ -18,6 +18,14 @@
 //! - Each shard's reader keeps the next stream sequence it needs; when the connection
 //!   drops or the server restarts, it opens a new consumer from there: nothing lost,
 //!   nothing repeated.
+//! - When that next sequence is no longer stored (stream limits or `truncate_before`
+//!   removed it: the stream's first sequence is above it although its last sequence
+//!   reached it), the reader yields one [`PhotonError::Gap`] naming the removed range in
+//!   Photon seqs, then continues at the stream's first sequence. This is checked each
+//!   time a consumer is opened at a known position (`AfterSeq`, a stored checkpoint, or
+//!   after a delivered record), not for a start at the beginning or the tail. The range is
+//!   the shard stream's: a key subscription is told of it too, although the removed
+//!   messages may have held none of its key's events.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -25,7 +33,7 @@ use std::time::{Duration, SystemTime};
 use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use async_nats::jetstream::Message;
 use futures::StreamExt;
-use photon_core::{Record, RecordStream, Result, StartAt, SubscribeRequest};
+use photon_core::{PhotonError, Record, RecordStream, Result, StartAt, SubscribeRequest};
 use time::OffsetDateTime;
 use tokio::sync::mpsc;
 
@@ -101,26 +109,28 @@ impl NatsStoragePort {
                 }
             }
         };
-        for (shard, start) in starts {
+        for (shard, (start, at_position)) in starts {
             let reader = ShardReader {
                 port: self.clone(),
                 topic: request.topic.clone(),
                 key: request.key.clone(),
                 shard,
                 start,
+                at_position,
                 sender: sender.clone(),
             };
             tokio::spawn(reader.run());
         }
     }
 
-    /// Where to start reading in each shard.
+    /// Where to start reading in each shard, and whether that is a known position (whose
+    /// removal is a gap) rather than the beginning or the tail.
     async fn start_positions(
         &self,
         request: &SubscribeRequest,
         shards: &[u32],
         subscribed_at: OffsetDateTime,
-    ) -> Result<BTreeMap<u32, Start>> {
+    ) -> Result<BTreeMap<u32, (Start, bool)>> {
         let names = &self.inner.names;
         let count = names.shards();
         let stored = match &request.durable {
@@ -134,16 +144,17 @@ impl NatsStoragePort {
         let mut starts = BTreeMap::new();
         for &shard in shards {
             let first = if let Some(seq) = stored.get(&shard) {
-                Start::Seq(first_stream_seq_after(*seq, shard, count))
+                (Start::Seq(first_stream_seq_after(*seq, shard, count)), true)
             } else if !stored.is_empty() {
-                Start::Seq(1)
+                (Start::Seq(1), false)
             } else {
                 match start {
-                    StartAt::Beginning => Start::Seq(1),
-                    StartAt::AfterSeq(after) => {
-                        Start::Seq(first_stream_seq_after(after, shard, count))
-                    }
-                    StartAt::Tail => Start::Time(subscribed_at),
+                    StartAt::Beginning => (Start::Seq(1), false),
+                    StartAt::AfterSeq(after) => (
+                        Start::Seq(first_stream_seq_after(after, shard, count)),
+                        after > 0,
+                    ),
+                    StartAt::Tail => (Start::Time(subscribed_at), false),
                 }
             };
             starts.insert(shard, first);
@@ -169,6 +180,9 @@ struct ShardReader {
     shard: u32,
     /// Where to continue.
     start: Start,
+    /// Whether `start` is a position the subscriber reached or asked for (its removal is a
+    /// gap), rather than the beginning or the tail.
+    at_position: bool,
     sender: Sender,
 }
 
@@ -190,11 +204,17 @@ impl ShardReader {
 
     /// Reads until the subscriber is gone (`Ok`) or the consumer fails (`Err`, reopen).
     async fn read(&mut self) -> Result<()> {
-        let inner = &self.port.inner;
+        let port = self.port.clone();
+        let inner = &port.inner;
         let stream = inner
             .streams
             .topic_stream(&inner.names, &self.topic, self.shard)
             .await?;
+        if let Some(gap) = self.find_gap(&stream).await? {
+            if self.sender.send(Err(gap)).await.is_err() {
+                return Ok(());
+            }
+        }
         let filter_subject = match self.key.as_deref() {
             Some(key) => inner.names.event_subject(&self.topic, Some(key)),
             None => String::new(),
@@ -246,6 +266,42 @@ impl ShardReader {
         }
     }
 
+    /// The gap in front of the next sequence, if the stream no longer holds it; moves the
+    /// cursor to the stream's first sequence.
+    async fn find_gap(
+        &mut self,
+        stream: &async_nats::jetstream::stream::Stream,
+    ) -> Result<Option<PhotonError>> {
+        let Start::Seq(next) = self.start else {
+            return Ok(None);
+        };
+        if !self.at_position {
+            return Ok(None);
+        }
+        let mut stream = stream.clone();
+        let state = stream
+            .info()
+            .await
+            .map_err(|err| {
+                unavailable(
+                    format!("cannot read the state of topic {:?}", self.topic),
+                    err,
+                )
+            })?
+            .state
+            .clone();
+        if state.last_sequence < next || state.first_sequence <= next {
+            return Ok(None);
+        }
+        let shards = self.port.inner.names.shards();
+        self.start = Start::Seq(state.first_sequence);
+        Ok(Some(PhotonError::Gap {
+            topic: self.topic.clone(),
+            from: photon_seq(next, self.shard, shards),
+            to: photon_seq(state.first_sequence, self.shard, shards),
+        }))
+    }
+
     /// The record of a message, advancing the cursor; `None` for a message already passed.
     fn record(&mut self, message: &Message) -> Option<Result<Record>> {
         let info = match message.info() {
@@ -256,6 +312,7 @@ impl ShardReader {
             return None;
         }
         self.start = Start::Seq(info.stream_sequence + 1);
+        self.at_position = true;
         let names = &self.port.inner.names;
         let event_id = codec::event_id(info.stream, info.stream_sequence);
         let seq = photon_seq(info.stream_sequence, self.shard, names.shards());

@@ -8,11 +8,11 @@ use photon_core::{PhotonError, Result};
 
 use crate::config::{
     redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, Retention, TlsConfig,
-    PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE, PHOTON_NATS_MAX_BYTES,
-    PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
-    PHOTON_NATS_STREAM_PREFIX, PHOTON_NATS_STREAM_SHARDS, PHOTON_NATS_SYNC_ACK,
-    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
-    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE,
+    PHOTON_NATS_MAX_BYTES, PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_REPLAY_CURSOR,
+    PHOTON_NATS_REPLICAS, PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_STREAM_PREFIX,
+    PHOTON_NATS_STREAM_SHARDS, PHOTON_NATS_SYNC_ACK, PHOTON_NATS_TLS_CA_FILE,
+    PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE, PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
 };
 
 impl NatsStoragePortBuilder {
@@ -78,6 +78,19 @@ impl NatsStoragePortBuilder {
             None => env(PHOTON_NATS_REPLAY_CURSOR)
                 .map_or(Ok(ReplayCursor::StreamSeq), |t| parse_cursor(&t))?,
         };
+        let connect_timeout = match self.connect_timeout {
+            Some(timeout) => timeout,
+            None => env(PHOTON_NATS_CONNECT_TIMEOUT).map_or(Ok(defaults.connect_timeout), |t| {
+                parse_duration(PHOTON_NATS_CONNECT_TIMEOUT, &t)
+            })?,
+        };
+        if connect_timeout.is_zero() {
+            return Err(PhotonError::config(
+                PHOTON_NATS_CONNECT_TIMEOUT,
+                "0",
+                "a duration greater than zero, e.g. 30s",
+            ));
+        }
         let path = |set: &Option<PathBuf>, name: &str| {
             set.clone()
                 .or_else(|| env(name).filter(|v| !v.is_empty()).map(PathBuf::from))
@@ -116,11 +129,17 @@ impl NatsStoragePortBuilder {
             retention: Retention {
                 max_age: (!max_age.is_zero()).then_some(max_age),
                 max_bytes: (max_bytes > 0).then_some(max_bytes),
+                dead_letters: flag(
+                    self.retention_dead_letters,
+                    PHOTON_NATS_RETENTION_DEAD_LETTERS,
+                    false,
+                )?,
             },
             stream_shards,
             sync_ack: flag(self.sync_ack, PHOTON_NATS_SYNC_ACK, true)?,
             max_in_flight,
             replay_cursor,
+            connect_timeout,
             credentials_file: path(&self.credentials_file, PHOTON_NATS_CREDENTIALS_FILE),
             tls: TlsConfig {
                 required: flag(self.tls_required, PHOTON_NATS_TLS_REQUIRED, false)?,

@@ -13,9 +13,20 @@
 //! ```
 //!
 //! How Photon maps onto JetStream:
+//! - **Connecting** keeps trying while no server answers, for `connect_timeout`
+//!   ([`PHOTON_NATS_CONNECT_TIMEOUT`], default 30 s), then fails with `Unavailable`
+//!   naming the address. Refused credentials or TLS fail at once.
 //! - **Streams**: one per topic (and shard), created on first append or subscribe, named
 //!   `<prefix>_<topic-token>_<shard>`; retention (max age, max bytes) and replicas come
-//!   from [`NatsConfig`].
+//!   from [`NatsConfig`]. Dead-letter topics (`*.dlq`) get no age or size limit unless
+//!   [`PHOTON_NATS_RETENTION_DEAD_LETTERS`] is `true`. Each stream records the shard
+//!   count it was made with; a port configured with another count gets
+//!   `PhotonError::Config` naming both (for that topic) instead of misreading seqs. A
+//!   changed prefix is not detected: it names other streams, so the port simply starts
+//!   on new, empty streams.
+//! - **Removed events**: a subscription whose next event was removed by the stream's
+//!   limits or `truncate_before` gets one `PhotonError::Gap` naming the removed seqs, then
+//!   continues at the first kept one.
 //! - **Subjects** carry topic, shard and key (`photon.<prefix>.ev.<topic>.<shard>.<key>`), so
 //!   a key subscription is a server-side `filter_subject`. The topic token keeps
 //!   `[a-z0-9-]` and writes `.` as `_d` and `_` as `_u` (reversible: `a.b`, `a-b` and `a_b`
@@ -58,11 +69,12 @@ mod retention;
 mod topic;
 
 pub use config::{
-    NatsConfig, NatsStoragePortBuilder, ReplayCursor, Retention, TlsConfig, DEFAULT_URL,
+    NatsConfig, NatsStoragePortBuilder, ReplayCursor, Retention, TlsConfig,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_URL, PHOTON_NATS_CONNECT_TIMEOUT,
     PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE, PHOTON_NATS_MAX_BYTES,
     PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
-    PHOTON_NATS_STREAM_PREFIX, PHOTON_NATS_STREAM_SHARDS, PHOTON_NATS_SYNC_ACK,
-    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
-    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_STREAM_PREFIX, PHOTON_NATS_STREAM_SHARDS,
+    PHOTON_NATS_SYNC_ACK, PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE,
+    PHOTON_NATS_TLS_KEY_FILE, PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
 };
 pub use port::NatsStoragePort;

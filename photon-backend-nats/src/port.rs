@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, context::ContextBuilder};
-use async_nats::{ConnectOptions, ServerAddr};
+use async_nats::{ConnectErrorKind, ConnectOptions, ServerAddr};
 use async_trait::async_trait;
 use futures::StreamExt;
 use photon_core::group::GroupCoordination;
@@ -69,11 +69,13 @@ impl NatsStoragePort {
         crate::NatsStoragePortBuilder::new()
     }
 
-    /// Connects with a resolved configuration.
+    /// Connects with a resolved configuration. While no server answers, it keeps trying
+    /// (pauses growing up to 1 s) for `connect_timeout`.
     ///
     /// # Errors
     /// [`PhotonError::Config`] for an unusable URL or credentials file,
-    /// [`PhotonError::Unavailable`] when the server cannot be reached.
+    /// [`PhotonError::Unavailable`] naming the address when no server answered within
+    /// `connect_timeout`.
     pub async fn connect(config: NatsConfig) -> Result<Self> {
         let client = connect_client(&config).await?;
         let context = ContextBuilder::new()
@@ -144,6 +146,9 @@ impl NatsStoragePort {
     }
 }
 
+/// Connects, retrying with a growing pause (10 ms doubling up to 1 s) while no server
+/// answers, until `connect_timeout` has passed: a service and its NATS server started
+/// together need not be started in order.
 async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
     let mut addresses = Vec::new();
     for part in config.url.split(',') {
@@ -156,9 +161,48 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
         })?;
         addresses.push(address);
     }
+    let started = tokio::time::Instant::now();
+    let deadline = started + config.connect_timeout;
+    let mut pause = Duration::from_millis(10);
+    let mut attempts = 0_u32;
+    loop {
+        attempts += 1;
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let options = connect_options(config, remaining.min(Duration::from_secs(5))).await?;
+        match options.connect(addresses.clone()).await {
+            Ok(client) => return Ok(client),
+            // Only an unreachable server is waited for: refused credentials or a TLS
+            // mismatch get the same answer every time.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    ConnectErrorKind::Io | ConnectErrorKind::TimedOut | ConnectErrorKind::Dns
+                ) && tokio::time::Instant::now() < deadline =>
+            {
+                tracing::debug!(port = LABEL, %err, attempts, "nats server not reachable yet; retrying");
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tokio::time::sleep(pause.min(remaining)).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err(err) => {
+                return Err(unavailable(
+                    format!(
+                        "cannot connect to {} ({attempts} attempts in {:.1} s)",
+                        redact_url(&config.url),
+                        started.elapsed().as_secs_f64()
+                    ),
+                    err,
+                ))
+            }
+        }
+    }
+}
+
+/// The client options of one connection attempt.
+async fn connect_options(config: &NatsConfig, attempt_timeout: Duration) -> Result<ConnectOptions> {
     let mut options = ConnectOptions::new()
         .name("photon")
-        .connection_timeout(Duration::from_secs(5))
+        .connection_timeout(attempt_timeout.max(Duration::from_millis(100)))
         .event_callback(|event| async move {
             tracing::info!(port = LABEL, %event, "nats connection event");
         });
@@ -180,12 +224,7 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
     if let Some((cert, key)) = &config.tls.client_cert {
         options = options.add_client_certificate(cert.clone(), key.clone());
     }
-    options.connect(addresses).await.map_err(|err| {
-        unavailable(
-            format!("cannot connect to {}", redact_url(&config.url)),
-            err,
-        )
-    })
+    Ok(options)
 }
 
 #[async_trait]

@@ -38,6 +38,21 @@ pub(crate) fn stream_template(config: &NatsConfig) -> stream::Config {
     }
 }
 
+/// Settings of dead-letter topic streams (`*.dlq`): the event template without age and
+/// size limits, unless `retention.dead_letters` applies them.
+pub(crate) fn dead_letter_template(config: &NatsConfig) -> stream::Config {
+    let template = stream_template(config);
+    if config.retention.dead_letters {
+        template
+    } else {
+        stream::Config {
+            max_age: Duration::ZERO,
+            max_bytes: -1,
+            ..template
+        }
+    }
+}
+
 impl NatsStoragePort {
     /// Purges, in every shard of `topic`, the messages whose seq is below `before_seq`.
     pub(crate) async fn purge_before(&self, topic: &str, before_seq: i64) -> Result<u64> {

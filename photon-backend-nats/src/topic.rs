@@ -12,6 +12,12 @@
 //!   `a.b`, `a-b` and `a_b` are three streams, and valid both in subjects and stream names.
 //! - a key's shard is a stable FNV-1a hash of its bytes modulo `N`; unkeyed events go to
 //!   shard 0.
+//! - every topic stream records the layout it was created with in its description
+//!   (`photon layout: shards=N`); a port configured with another shard count refuses the
+//!   topic with a configuration error naming both counts, because its keys would land in
+//!   other streams and its stored seqs would be read with another stride. (JetStream 2.9
+//!   has no stream metadata; the description is stored and returned by every version.)
+//!   Streams made before the layout was recorded have no description and are accepted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,11 +25,15 @@ use std::sync::{Arc, Mutex};
 use async_nats::jetstream::{self, stream};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use photon_core::{CheckpointKey, Result};
+use photon_core::{CheckpointKey, PhotonError, Result};
 use tokio::sync::OnceCell;
 
-use crate::config::NatsConfig;
-use crate::error::unavailable;
+use crate::config::{NatsConfig, PHOTON_NATS_STREAM_SHARDS};
+use crate::error::{storage, unavailable};
+use async_nats::jetstream::context::CreateStreamErrorKind;
+
+/// Start of the description of every topic stream; the shard count follows.
+const LAYOUT_MARK: &str = "photon layout: shards=";
 
 /// Subject token of the unkeyed partition (key tokens all start with `k`).
 const UNKEYED_TOKEN: &str = "n";
@@ -137,6 +147,11 @@ fn bytes_token(bytes: &[u8]) -> String {
 pub(crate) struct Streams {
     context: jetstream::Context,
     template: stream::Config,
+    /// Shard count of this port's layout, recorded in and checked against every topic stream.
+    shards: u32,
+    /// The template of dead-letter topics: without age and size limits unless the
+    /// configuration applies them to dead letters too.
+    dead_letter_template: stream::Config,
     cache: Mutex<HashMap<String, Arc<OnceCell<Arc<stream::Stream>>>>>,
 }
 
@@ -145,6 +160,8 @@ impl Streams {
         Self {
             context,
             template: crate::retention::stream_template(config),
+            shards: config.stream_shards.max(1),
+            dead_letter_template: crate::retention::dead_letter_template(config),
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -152,18 +169,64 @@ impl Streams {
     /// The stream of a topic shard, created if missing.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer.
+    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer,
+    /// [`photon_core::PhotonError::Storage`] when it refuses the stream,
+    /// [`photon_core::PhotonError::Config`] when the topic was created with another shard
+    /// count.
     pub(crate) async fn topic_stream(
         &self,
         names: &Names,
         topic: &str,
         shard: u32,
     ) -> Result<Arc<stream::Stream>> {
-        self.ensure(names.stream_name(topic, shard), || stream::Config {
+        let template = if photon_core::is_dead_letter_topic(topic) {
+            &self.dead_letter_template
+        } else {
+            &self.template
+        };
+        let create = |shard: u32| stream::Config {
             subjects: vec![names.stream_subjects(topic, shard)],
-            ..self.template.clone()
-        })
-        .await
+            description: Some(format!("{LAYOUT_MARK}{}", self.shards)),
+            ..template.clone()
+        };
+        // Shard 0 exists in every layout: checking it first refuses a changed shard count
+        // before a stream of the new layout is created or anything is published.
+        if shard != 0 {
+            let first = self
+                .ensure(names.stream_name(topic, 0), || create(0))
+                .await?;
+            self.check_layout(&first)?;
+        }
+        let stream = self
+            .ensure(names.stream_name(topic, shard), || create(shard))
+            .await?;
+        self.check_layout(&stream)?;
+        Ok(stream)
+    }
+
+    /// Refuses a topic stream created with another shard count than this port's.
+    fn check_layout(&self, stream: &stream::Stream) -> Result<()> {
+        let info = stream.cached_info();
+        let Some(stored) = info
+            .config
+            .description
+            .as_deref()
+            .and_then(|text| text.strip_prefix(LAYOUT_MARK))
+        else {
+            return Ok(());
+        };
+        if stored == self.shards.to_string() {
+            return Ok(());
+        }
+        Err(PhotonError::config(
+            PHOTON_NATS_STREAM_SHARDS,
+            self.shards.to_string(),
+            format!(
+                "{stored}, the shard count stream {} was created with (another count would \
+                 move keys to other streams and misread stored seqs)",
+                info.config.name
+            ),
+        ))
     }
 
     /// A stream with the given name, created from `config` (name filled in) if missing.
@@ -193,7 +256,16 @@ impl Streams {
                     .get_or_create_stream(config)
                     .await
                     .map(Arc::new)
-                    .map_err(|err| unavailable(format!("cannot open stream {name}"), err))
+                    .map_err(|err| {
+                        let message = format!("cannot open stream {name}");
+                        // The server refused the stream (e.g. its subjects overlap another
+                        // stream's): asking again gets the same answer.
+                        if matches!(err.kind(), CreateStreamErrorKind::JetStream(_)) {
+                            storage(message, err)
+                        } else {
+                            unavailable(message, err)
+                        }
+                    })
             })
             .await?;
         Ok(stream.clone())
@@ -202,7 +274,8 @@ impl Streams {
     /// A handle on an existing stream, `None` when it does not exist.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer.
+    /// [`photon_core::PhotonError::Unavailable`] when the server does not answer,
+    /// [`photon_core::PhotonError::Config`] when the stream has another layout.
     pub(crate) async fn existing(&self, name: &str) -> Result<Option<Arc<stream::Stream>>> {
         let cached = {
             let cache = self
@@ -212,10 +285,14 @@ impl Streams {
             cache.get(name).and_then(|cell| cell.get().cloned())
         };
         if let Some(stream) = cached {
+            self.check_layout(&stream)?;
             return Ok(Some(stream));
         }
         match self.context.get_stream(name).await {
-            Ok(stream) => Ok(Some(Arc::new(stream))),
+            Ok(stream) => {
+                self.check_layout(&stream)?;
+                Ok(Some(Arc::new(stream)))
+            }
             Err(err)
                 if matches!(
                     err.kind(),

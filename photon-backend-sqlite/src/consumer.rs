@@ -11,6 +11,10 @@
 //! other processes are ordered with the subscription by that moment, which is at most the
 //! writer's queue delay after `subscribe` and before the stream's first item.
 //!
+//! A cursor whose next seq was deleted (retention, `truncate_before`) yields one
+//! [`photon_core::PhotonError::Gap`] naming the deleted range, then continues at the first
+//! stored record (see `gap.rs`).
+//!
 //! Cancel safety: dropping a `next()` future loses nothing (the read in progress is kept
 //! by the stream); dropping the stream releases its connection and watcher.
 
@@ -19,10 +23,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::stream;
-use photon_core::{Record, RecordStream, Result, StartAt, SubscribeRequest};
+use photon_core::{PhotonError, Record, RecordStream, Result, StartAt, SubscribeRequest};
 use tokio::sync::{oneshot, watch};
 
 use crate::error::writer_gone;
+use crate::gap;
 use crate::page::{self, Page};
 use crate::port::{Inner, SqliteStoragePort};
 use crate::reader::Readers;
@@ -34,6 +39,14 @@ enum Position {
     Resolving(oneshot::Receiver<Result<i64>>),
     /// Every record with a seq up to this one was read.
     After(i64),
+}
+
+/// What one read found.
+enum Read {
+    /// Records `from..to` were deleted before the cursor read them.
+    Gap { from: i64, to: i64 },
+    /// The next page.
+    Page(Page),
 }
 
 struct Cursor {
@@ -115,10 +128,18 @@ impl Cursor {
             // Mark the head seen before reading, so a commit after the read wakes us.
             self.head.borrow_and_update();
             match self.read_page(after).await {
-                Ok(page) if page.records.is_empty() && page.position == after => {
+                Ok(Read::Gap { from, to }) => {
+                    self.position = Position::After(to - 1);
+                    return Err(PhotonError::Gap {
+                        topic: self.topic.clone(),
+                        from,
+                        to,
+                    });
+                }
+                Ok(Read::Page(page)) if page.records.is_empty() && page.position == after => {
                     self.wait_for_commit().await;
                 }
-                Ok(page) => {
+                Ok(Read::Page(page)) => {
                     self.position = Position::After(page.position);
                     self.buffer.extend(page.records);
                 }
@@ -156,13 +177,18 @@ impl Cursor {
         }
     }
 
-    async fn read_page(&self, after: i64) -> Result<Page> {
+    /// The next page after `after`, or the gap in front of it (one read connection, one
+    /// trip to the blocking pool).
+    async fn read_page(&self, after: i64) -> Result<Read> {
         let topic = self.topic.clone();
         let key = self.key.clone();
         let limit = self.page_size;
         self.readers
             .read(move |connection| {
-                page::read_page(connection, &topic, key.as_deref(), after, limit)
+                if let Some((from, to)) = gap::find_gap(connection, &topic, after)? {
+                    return Ok(Read::Gap { from, to });
+                }
+                page::read_page(connection, &topic, key.as_deref(), after, limit).map(Read::Page)
             })
             .await
     }

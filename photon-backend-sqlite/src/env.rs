@@ -90,8 +90,20 @@ pub(crate) fn synchronous(env: &impl Fn(&str) -> Option<String>) -> Result<Synch
             _ => Err(PhotonError::config(
                 PHOTON_SQLITE_SYNCHRONOUS,
                 text,
-                "normal or full",
+                "full or normal",
             )),
+        },
+    }
+}
+
+/// A `true`/`false` variable, `false` when unset.
+pub(crate) fn flag(env: &impl Fn(&str) -> Option<String>, variable: &str) -> Result<bool> {
+    match env(variable) {
+        None => Ok(false),
+        Some(text) => match text.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err(PhotonError::config(variable, text, "true or false")),
         },
     }
 }

@@ -13,9 +13,11 @@ pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-/// A Photon error for a failed SQLite call; `what` says what was being done.
+/// A Photon error for a failed SQLite call; `what` says what was being done. SQLite's
+/// description is in the message (so that a log line of the error alone says why) and the
+/// error itself is the `source`.
 pub(crate) fn sqlite_error(what: &str, error: rusqlite::Error) -> PhotonError {
-    let message = format!("cannot {what}");
+    let message = format!("cannot {what}: {error}");
     if is_busy(&error) {
         PhotonError::unavailable(LABEL, message, error)
     } else {

@@ -20,11 +20,18 @@
 //!   beside the writer). Replay streams in pages of `page_size` records.
 //! - **Live tail**: this port's commits wake its subscribers at once; appends of another
 //!   process reach them within `poll_interval`.
-//! - **Durability** ([`Synchronous`]): with the default `normal`, a killed process loses
-//!   nothing acknowledged; a power loss or OS crash may lose the last acknowledged
-//!   transactions (the file stays consistent). `full` syncs every commit.
+//! - **Durability** ([`Synchronous`]): the default `full` syncs the WAL at every commit
+//!   before `append` returns, so nothing acknowledged is lost, even on power loss or an OS
+//!   crash. `normal` (opt-in: `PHOTON_SQLITE_SYNCHRONOUS=normal`) syncs only at WAL
+//!   checkpoints: a killed process still loses nothing acknowledged, but a power loss or OS
+//!   crash may lose the transactions committed since the last checkpoint.
 //! - **Checkpoints** never regress (`max` on write). **Retention**: `truncate_before`, plus an
-//!   optional sweep by age and by count per topic.
+//!   optional sweep by age and by count per topic; dead-letter topics (`*.dlq`) are swept
+//!   only with [`PHOTON_SQLITE_RETENTION_DEAD_LETTERS`]. Retention does not wait for
+//!   checkpoints: a subscription whose next seq was deleted gets one `PhotonError::Gap`
+//!   naming the deleted seqs, then continues at the first kept one.
+//! - **Opening** a new file from several processes at once waits (within `busy_timeout`)
+//!   for the others' switch to WAL and schema creation instead of failing.
 //! - **Consumer groups**: in-process, per port (Photon's generic group dispatcher); a
 //!   group's position is not stored, so a group started again begins at its `start`.
 //!
@@ -36,6 +43,7 @@ mod config;
 mod consumer;
 mod env;
 mod error;
+mod gap;
 mod group;
 mod page;
 mod port;
@@ -52,8 +60,8 @@ pub use config::{
     SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT_MS,
     PHOTON_SQLITE_GROUP_COMMIT_WAIT_US, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
     PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL_MS,
-    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
-    PHOTON_SQLITE_RETENTION_MAX_AGE_SECS, PHOTON_SQLITE_RETENTION_MAX_EVENTS,
-    PHOTON_SQLITE_SYNCHRONOUS,
+    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS,
+    PHOTON_SQLITE_RETENTION_INTERVAL_MS, PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
+    PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
 };
 pub use port::SqliteStoragePort;

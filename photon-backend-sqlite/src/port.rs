@@ -31,8 +31,9 @@ pub(crate) const LABEL: &str = "sqlite";
 ///   pages of `page_size` records.
 /// - Live subscribers are woken at once by this port's commits and see other processes'
 ///   appends within `poll_interval`.
-/// - Durability: see [`crate::Synchronous`]; with the default `normal`, a killed process
-///   loses nothing acknowledged, a power loss may lose the last acknowledged transactions.
+/// - Durability: see [`crate::Synchronous`]; with the default `full`, nothing acknowledged
+///   is lost, even on power loss; with `normal`, a killed process loses nothing
+///   acknowledged but a power loss or OS crash may lose the last acknowledged transactions.
 ///
 /// Clones share the same writer and connections. The writer thread stops once the last
 /// clone is dropped, after committing what it holds; streams made from the port do not

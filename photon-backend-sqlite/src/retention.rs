@@ -2,6 +2,10 @@
 //! writer thread runs every `retention_interval`.
 //!
 //! Deleting never changes seqs: a topic's next seq continues from its last assigned one.
+//! The sweep does not look at checkpoints: a subscriber whose next seq it deleted gets a
+//! [`photon_core::PhotonError::Gap`] naming the deleted range (see `gap.rs`), never a
+//! silent jump. Dead-letter topics (`*.dlq`) are swept only when
+//! `retention_dead_letters` is set.
 //! The age sweep deletes a topic's oldest records up to the first one younger than the
 //! limit (walking the topic in seq order, so its cost is the number of records it deletes).
 
@@ -91,6 +95,7 @@ pub(crate) fn sweep(connection: &mut Connection, config: &SqliteConfig) {
         connection,
         config.retention_max_age,
         config.retention_max_events,
+        config.retention_dead_letters,
     ) {
         Ok(0) => {}
         Ok(deleted) => tracing::debug!(deleted, "sqlite retention sweep"),
@@ -102,10 +107,14 @@ pub(crate) fn sweep_all(
     connection: &mut Connection,
     max_age: Option<Duration>,
     max_events: Option<u64>,
+    dead_letters: bool,
 ) -> rusqlite::Result<u64> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut deleted = 0;
-    for (topic_id, _) in all_topics(&transaction)? {
+    for (topic_id, name) in all_topics(&transaction)? {
+        if !dead_letters && photon_core::is_dead_letter_topic(&name) {
+            continue;
+        }
         if let Some(bound) = retained_from(&transaction, topic_id, max_age, max_events)? {
             deleted += transaction
                 .prepare_cached("DELETE FROM events WHERE topic_id = ?1 AND seq < ?2")?

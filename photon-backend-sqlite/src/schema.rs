@@ -8,9 +8,11 @@
 
 use rusqlite::{Connection, OpenFlags};
 
+use std::time::{Duration, Instant};
+
 use crate::config::SqliteConfig;
-use crate::error::sqlite_error;
-use photon_core::Result;
+use crate::error::{is_busy, sqlite_error};
+use photon_core::{PhotonError, Result};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS topics (
@@ -41,24 +43,63 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 ";
 
 /// Opens the writer connection: WAL, the configured `synchronous`, and the schema.
+///
+/// Another process opening the same new file at the same moment can make SQLite return
+/// `SQLITE_BUSY` from the switch to WAL (or the schema) without calling the busy handler;
+/// the whole setup is then tried again, with a short growing pause, until `busy_timeout`
+/// has passed since the first attempt.
 pub(crate) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
+    let deadline = Instant::now() + config.busy_timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match try_open_writer(config) {
+            Err(Setup::Busy(error)) if Instant::now() < deadline => {
+                tracing::debug!(%error, "sqlite database busy while opening; retrying");
+                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(Setup::Busy(error) | Setup::Failed(error)) => return Err(error),
+            Ok(connection) => return Ok(connection),
+        }
+    }
+}
+
+/// Why one attempt at opening the writer failed.
+enum Setup {
+    /// Another connection held a lock: trying again may succeed.
+    Busy(PhotonError),
+    /// Anything else.
+    Failed(PhotonError),
+}
+
+fn step(what: &str) -> impl Fn(rusqlite::Error) -> Setup + '_ {
+    move |error| {
+        if is_busy(&error) {
+            Setup::Busy(sqlite_error(what, error))
+        } else {
+            Setup::Failed(sqlite_error(what, error))
+        }
+    }
+}
+
+fn try_open_writer(config: &SqliteConfig) -> std::result::Result<Connection, Setup> {
     let what = "open the database for writing";
-    let connection = Connection::open(&config.path).map_err(|e| sqlite_error(what, e))?;
+    let connection = Connection::open(&config.path).map_err(step(what))?;
     connection
         .busy_timeout(config.busy_timeout)
-        .map_err(|e| sqlite_error(what, e))?;
+        .map_err(step(what))?;
     let mode: String = connection
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(|e| sqlite_error("switch to WAL mode", e))?;
+        .map_err(step("switch to WAL mode"))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(photon_core::PhotonError::Storage {
+        return Err(Setup::Failed(PhotonError::Storage {
             backend: crate::port::LABEL,
             message: format!(
                 "{} refused WAL mode (journal_mode is {mode})",
                 config.path.display()
             ),
             source: None,
-        });
+        }));
     }
     // A checkpoint every 8192 pages (32 MiB of WAL) rather than SQLite's 1000: pages
     // rewritten by consecutive commits (the tail of each b-tree) are copied back once.
@@ -69,10 +110,10 @@ pub(crate) fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     );
     connection
         .execute_batch(&pragmas)
-        .map_err(|e| sqlite_error("configure the writer connection", e))?;
+        .map_err(step("configure the writer connection"))?;
     connection
         .execute_batch(SCHEMA)
-        .map_err(|e| sqlite_error("create the schema", e))?;
+        .map_err(step("create the schema"))?;
     connection.set_prepared_statement_cache_capacity(64);
     Ok(connection)
 }

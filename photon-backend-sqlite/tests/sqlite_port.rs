@@ -168,6 +168,7 @@ async fn retention_sweeps_by_count_and_age() {
         .unwrap();
     for i in 0..30 {
         port.append(draft("count", None, i)).await.unwrap();
+        port.append(draft("count.dlq", None, i)).await.unwrap();
     }
     for i in 0..6 {
         let mut old = draft("age", None, i);
@@ -194,6 +195,74 @@ async fn retention_sweeps_by_count_and_age() {
         .collect();
     assert_eq!(kept, vec![5, 6]);
     assert_eq!(port.append(draft("count", None, 30)).await.unwrap().seq, 31);
+    // Dead letters are not swept unless asked for.
+    let dead: Vec<i64> = port
+        .list_by_topic("count.dlq", 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(dead, (1..=30).collect::<Vec<_>>());
+}
+
+/// With `retention_dead_letters`, dead-letter topics are swept like the others.
+#[tokio::test]
+async fn retention_sweeps_dead_letters_only_when_asked() {
+    let directory = tempfile::tempdir().unwrap();
+    let port = SqliteStoragePort::builder()
+        .path(directory.path().join("retention-dlq.db"))
+        .retention_max_events(10)
+        .retention_dead_letters(true)
+        .retention_interval(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    for i in 0..30 {
+        port.append(draft("orders.dlq", None, i)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kept: Vec<i64> = port
+        .list_by_topic("orders.dlq", 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(kept, (21..=30).collect::<Vec<_>>());
+}
+
+/// A subscriber resuming after seq 5 of a topic the count sweep cut to its newest 10 gets
+/// one gap naming 6..21, then events 21..=30; one from the beginning gets no gap.
+#[tokio::test]
+async fn a_swept_range_is_reported_as_a_gap() {
+    let directory = tempfile::tempdir().unwrap();
+    let port = SqliteStoragePort::builder()
+        .path(directory.path().join("gap.db"))
+        .retention_max_events(10)
+        .retention_interval(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .await
+        .unwrap();
+    for i in 0..30 {
+        port.append(draft("swept", None, i)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut stream = port.subscribe(request("swept", None, StartAt::AfterSeq(5)));
+    match stream.next().await.unwrap() {
+        Err(photon_core::PhotonError::Gap { topic, from, to }) => {
+            assert_eq!((topic.as_str(), from, to), ("swept", 6, 21));
+        }
+        other => panic!("expected a gap, got {other:?}"),
+    }
+    let mut seqs = Vec::new();
+    for _ in 0..10 {
+        seqs.push(stream.next().await.unwrap().unwrap().seq);
+    }
+    assert_eq!(seqs, (21..=30).collect::<Vec<_>>());
+    let mut stream = port.subscribe(request("swept", None, StartAt::Beginning));
+    assert_eq!(stream.next().await.unwrap().unwrap().seq, 21);
 }
 
 /// A rare key behind many records of other keys is found in bounded scan steps, and a
@@ -221,4 +290,21 @@ async fn rare_key_behind_a_long_history() {
         Some(10_003)
     );
     assert_eq!(port.head_seq("t", Some("none")).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn an_open_failure_keeps_sqlites_description_and_source() {
+    let directory = tempfile::tempdir().unwrap();
+    let missing = directory.path().join("no-such-dir").join("x.db");
+    let error = SqliteStoragePort::builder()
+        .path(&missing)
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "sqlite storage error: cannot open the database for writing: unable to open database file: "
+            .to_owned() + &missing.display().to_string()
+    );
+    assert!(std::error::Error::source(&error).is_some());
 }

@@ -64,13 +64,13 @@ impl Report {
     /// A table for the terminal.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "{:<8} {:<12} {:>14} {:>14} {:>9} {:>7}\n",
+            "{:<13} {:<12} {:>14} {:>14} {:>9} {:>7}\n",
             "adapter", "metric", "photon", "raw", "unit", "ratio"
         );
         for m in &self.measurements {
             let _ = writeln!(
                 out,
-                "{:<8} {:<12} {:>14.1} {:>14.1} {:>9} {:>7.2}",
+                "{:<13} {:<12} {:>14.1} {:>14.1} {:>9} {:>7.2}",
                 m.adapter,
                 m.metric,
                 m.photon,

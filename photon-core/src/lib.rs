@@ -36,8 +36,8 @@ pub use port::{
 pub use progress::Progress;
 pub use store::{EventStore, EventStream, StartPolicy, Unopened};
 pub use topic::{
-    validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry, MAX_TOPIC_KEY_LEN,
-    MAX_TOPIC_NAME_LEN,
+    is_dead_letter_topic, validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry,
+    DEAD_LETTER_SUFFIX, MAX_TOPIC_KEY_LEN, MAX_TOPIC_NAME_LEN,
 };
 
 // Re-exported so that `#[topic]` expansions and ports name one version of these crates.

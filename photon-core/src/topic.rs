@@ -10,6 +10,21 @@ pub const MAX_TOPIC_NAME_LEN: usize = 128;
 /// Longest accepted topic key, in bytes.
 pub const MAX_TOPIC_KEY_LEN: usize = 256;
 
+/// Suffix of dead-letter topics (`orders` → `orders.dlq`), the executor's default.
+pub const DEAD_LETTER_SUFFIX: &str = ".dlq";
+
+/// Whether storage treats `topic` as a dead-letter topic: its name ends with
+/// [`DEAD_LETTER_SUFFIX`]. Retention by age or count skips these unless the port is told
+/// otherwise, because a dead letter is kept until someone looks at it.
+///
+/// ```
+/// assert!(photon_core::is_dead_letter_topic("orders.dlq"));
+/// assert!(!photon_core::is_dead_letter_topic("orders"));
+/// ```
+pub fn is_dead_letter_topic(topic: &str) -> bool {
+    topic.ends_with(DEAD_LETTER_SUFFIX)
+}
+
 /// Checks a topic name: 1 to [`MAX_TOPIC_NAME_LEN`] characters from `[a-z0-9._-]`, starting
 /// with a letter or digit.
 ///

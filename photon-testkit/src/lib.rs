@@ -16,6 +16,7 @@
 //! exact counts, order and content, and waits with deadlines, never "at least one".
 
 mod context;
+pub mod crash;
 pub mod group_processes;
 pub mod scenarios;
 
@@ -41,7 +42,8 @@ macro_rules! conformance_tests {
             concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
             groups_share_work, group_member_leaves, group_resumes_after_restart,
             group_leave_hands_over_quickly, group_lost_lease_is_fenced, group_read_ahead_bounded,
-            undecodable_record
+            undecodable_record,
+            gap_after_truncate
         );
     };
     (@each $factory:expr; $($name:ident),* $(,)?) => {

@@ -152,6 +152,14 @@ pub const NATS_SERVER: &str = "/usr/sbin/nats-server";
 impl OwnServer {
     /// Starts a server, or `None` when the binary is missing.
     pub fn start() -> Option<Self> {
+        let mut server = Self::reserve()?;
+        server.restart();
+        Some(server)
+    }
+
+    /// A free port and store directory for a server that is not started yet (start it
+    /// with [`OwnServer::restart`]); `None` when the binary is missing.
+    pub fn reserve() -> Option<Self> {
         if !std::path::Path::new(NATS_SERVER).exists() {
             return None;
         }
@@ -162,13 +170,11 @@ impl OwnServer {
             .port();
         let store =
             std::env::temp_dir().join(format!("photon-nats-{}", uuid::Uuid::new_v4().simple()));
-        let mut server = Self {
+        Some(Self {
             port,
             store,
             child: None,
-        };
-        server.restart();
-        Some(server)
+        })
     }
 
     pub fn url(&self) -> String {

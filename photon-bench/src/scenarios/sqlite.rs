@@ -1,15 +1,18 @@
 //! The SQLite port beside raw rusqlite batched inserts, on fresh files in the temp dir.
 //!
 //! The raw side does the same work without Photon: the same JSON payloads into one table
-//! keyed by `(topic, seq)` in WAL mode with `synchronous=NORMAL` (the port's default), in
+//! keyed by `(topic, seq)` in WAL mode with the same `synchronous` setting as the port, in
 //! transactions of 4,096 rows from one thread (its ceiling: no per-publish
 //! acknowledgement), read back by a second connection in pages of 512.
+//!
+//! Both settings are measured: `sqlite` rows use `synchronous=FULL` (the port's default:
+//! no acknowledged publish lost on power loss), `sqlite-normal` rows use `NORMAL`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use photon_backend_sqlite::SqliteStoragePort;
+use photon_backend_sqlite::{SqliteStoragePort, Synchronous};
 use photon_core::{PhotonError, Result};
 use rusqlite::{params, Connection};
 
@@ -25,18 +28,34 @@ const RAW_PAGE: i64 = 512;
 /// # Errors
 /// The port's or rusqlite's errors (for example an unwritable temp dir).
 pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
+    let mut rows = run_with(options, Synchronous::Full, "sqlite").await?;
+    rows.extend(run_with(options, Synchronous::Normal, "sqlite-normal").await?);
+    Ok(rows)
+}
+
+/// Both sides with one `synchronous` setting, each on a fresh file.
+async fn run_with(
+    options: &BenchOptions,
+    synchronous: Synchronous,
+    label: &str,
+) -> Result<Vec<Measurement>> {
     let directory = ScratchDir::new()?;
     let port = SqliteStoragePort::builder()
         .path(directory.file("photon.db"))
+        .synchronous(synchronous)
         .build()
         .await?;
     let photon = photon_figures(Arc::new(port), options, "bench").await?;
     let raw_path = directory.file("raw.db");
     let options = *options;
-    let raw = tokio::task::spawn_blocking(move || raw_figures(&raw_path, &options))
+    let pragma = match synchronous {
+        Synchronous::Normal => "NORMAL",
+        _ => "FULL",
+    };
+    let raw = tokio::task::spawn_blocking(move || raw_figures(&raw_path, &options, pragma))
         .await
         .map_err(|e| PhotonError::InvalidInput(format!("raw sqlite task: {e}")))??;
-    Ok(measurements("sqlite", &photon, &raw))
+    Ok(measurements(label, &photon, &raw))
 }
 
 /// A directory removed when dropped.
@@ -72,14 +91,14 @@ fn sqlite(err: rusqlite::Error) -> PhotonError {
     PhotonError::InvalidInput(format!("raw rusqlite: {err}"))
 }
 
-fn open(path: &Path) -> Result<Connection> {
+fn open(path: &Path, synchronous: &str) -> Result<Connection> {
     let connection = Connection::open(path).map_err(sqlite)?;
     connection
-        .execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+        .execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
              CREATE TABLE IF NOT EXISTS events (topic TEXT NOT NULL, seq INTEGER NOT NULL, \
-               topic_key TEXT, body TEXT NOT NULL, PRIMARY KEY (topic, seq));",
-        )
+               topic_key TEXT, body TEXT NOT NULL, PRIMARY KEY (topic, seq));"
+        ))
         .map_err(sqlite)?;
     connection
         .busy_timeout(Duration::from_secs(5))
@@ -87,15 +106,15 @@ fn open(path: &Path) -> Result<Connection> {
     Ok(connection)
 }
 
-fn raw_figures(path: &Path, options: &BenchOptions) -> Result<Figures> {
-    let mut connection = open(path)?;
+fn raw_figures(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<Figures> {
+    let mut connection = open(path, synchronous)?;
     Ok(Figures {
         publish: insert_all(&mut connection, options, "publish")?,
         end_to_end: (!options.publish_only)
-            .then(|| raw_end_to_end(path, options))
+            .then(|| raw_end_to_end(path, options, synchronous))
             .transpose()?,
         latency: (!options.publish_only)
-            .then(|| raw_latency(path, options))
+            .then(|| raw_latency(path, options, synchronous))
             .transpose()?,
     })
 }
@@ -128,9 +147,9 @@ fn insert_all(connection: &mut Connection, options: &BenchOptions, topic: &str) 
 }
 
 /// One thread inserts while another reads pages until it has every event.
-fn raw_end_to_end(path: &Path, options: &BenchOptions) -> Result<f64> {
-    let mut writer = open(path)?;
-    let reader = open(path)?;
+fn raw_end_to_end(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<f64> {
+    let mut writer = open(path, synchronous)?;
+    let reader = open(path, synchronous)?;
     let started = Instant::now();
     let options_copy = *options;
     let inserting = std::thread::spawn(move || insert_all(&mut writer, &options_copy, "e2e"));
@@ -165,9 +184,9 @@ fn raw_end_to_end(path: &Path, options: &BenchOptions) -> Result<f64> {
 }
 
 /// One insert transaction, then a read of that row by a second connection.
-fn raw_latency(path: &Path, options: &BenchOptions) -> Result<Latencies> {
-    let writer = open(path)?;
-    let reader = open(path)?;
+fn raw_latency(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<Latencies> {
+    let writer = open(path, synchronous)?;
+    let reader = open(path, synchronous)?;
     let mut latencies = Latencies::default();
     for i in 0..options.latency_samples {
         let started = Instant::now();

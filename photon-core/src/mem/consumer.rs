@@ -1,4 +1,9 @@
 //! Subscriptions of the mem port: replay from the log, then wait for the head to move.
+//!
+//! A cursor positioned after seq `s ≥ 1` whose next seq `s + 1` was truncated away yields
+//! one [`PhotonError::Gap`] naming the removed range, then continues at the first record
+//! kept. A subscription from the beginning (`s = 0`) starts at the first record kept,
+//! without a gap.
 
 use std::collections::VecDeque;
 
@@ -18,6 +23,8 @@ struct Cursor {
     key: Option<String>,
     after: i64,
     buffer: VecDeque<Result<Record>>,
+    /// A gap found by the last read, yielded before its records.
+    gap: Option<PhotonError>,
     head: watch::Receiver<i64>,
 }
 
@@ -39,6 +46,7 @@ impl MemStoragePort {
             key: request.key,
             after,
             buffer: VecDeque::new(),
+            gap: None,
             head,
         };
         Box::pin(stream::unfold(cursor, |mut cursor| async move {
@@ -51,13 +59,16 @@ impl MemStoragePort {
 impl Cursor {
     async fn next(&mut self) -> Option<Result<Record>> {
         loop {
+            if let Some(gap) = self.gap.take() {
+                return Some(Err(gap));
+            }
             if let Some(record) = self.buffer.pop_front() {
                 return Some(record);
             }
             // Mark the head seen before reading so an append after the read wakes us.
             self.head.borrow_and_update();
             self.fill();
-            if self.buffer.is_empty() && self.head.changed().await.is_err() {
+            if self.buffer.is_empty() && self.gap.is_none() && self.head.changed().await.is_err() {
                 return None;
             }
         }
@@ -69,6 +80,14 @@ impl Cursor {
             let Some(log) = state.topic(&self.topic) else {
                 return;
             };
+            if self.after >= 1 && self.after + 1 < log.first_seq {
+                self.gap = Some(PhotonError::Gap {
+                    topic: self.topic.clone(),
+                    from: self.after + 1,
+                    to: log.first_seq,
+                });
+                self.after = log.first_seq - 1;
+            }
             let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
             self.after = scanned;
             let undecodable: Vec<_> = records

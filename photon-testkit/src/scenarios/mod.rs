@@ -48,6 +48,7 @@ catalogue!(
     replay::durable_resume_on_drop,
     replay::resume_without_checkpoint,
     replay::sharded_resume_loses_nothing,
+    replay::gap_after_truncate,
     queries::get_event,
     queries::listing,
     queries::truncate,

@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
-use photon_core::{CheckpointCommitter, CheckpointKey, FlushPolicy, StartAt, StartPolicy};
+use photon_core::{
+    CheckpointCommitter, CheckpointKey, FlushPolicy, PhotonError, ReplayWindow, StartAt,
+    StartPolicy,
+};
 use serde_json::json;
 
 use super::ok;
@@ -345,4 +348,66 @@ pub async fn sharded_resume_loses_nothing(ctx: Context) {
     let lost: Vec<&i64> = unacked.difference(&got_set).collect();
     assert!(lost.is_empty(), "unacknowledged events skipped: {lost:?}");
     assert_quiet(&mut resumed, Duration::from_millis(200)).await;
+}
+
+/// Truncate below seq `b`, then subscribe after a seq below `b`: exactly one
+/// [`photon_core::PhotonError::Gap`] naming the removed range (first missing seq, first
+/// seq kept), then exactly the kept events. Starting from the beginning has no gap.
+pub async fn gap_after_truncate(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let capabilities = port.capabilities();
+    if !capabilities.truncate || capabilities.replay == ReplayWindow::TailOnly {
+        return;
+    }
+    let topic = ctx.topic("gap");
+    let mut published = Vec::new();
+    for i in 0..30 {
+        published.push(
+            store
+                .publish(&topic, None, json!(null), json!({"i": i}))
+                .await
+                .unwrap(),
+        );
+    }
+    let bound = published[15].seq;
+    assert_eq!(port.truncate_before(&topic, bound).await.unwrap(), 15);
+    let kept: Vec<(i64, i64)> = published[15..]
+        .iter()
+        .zip(15..)
+        .map(|(a, i)| (a.seq, i))
+        .collect();
+
+    let mut stream = store.subscribe(&topic, None, StartAt::AfterSeq(published[4].seq));
+    let mut items = take_exact(&mut stream, 16).await.into_iter();
+    match items.next().unwrap() {
+        Err(PhotonError::Gap {
+            topic: gap_topic,
+            from,
+            to,
+        }) => {
+            assert_eq!(
+                (gap_topic.as_str(), from, to),
+                (topic.as_str(), published[5].seq, bound)
+            );
+        }
+        other => panic!("expected a gap first, got {other:?}"),
+    }
+    let rest: Vec<(i64, i64)> = items
+        .map(ok)
+        .map(|e| (e.seq, e.payload["i"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(rest, kept);
+    assert_quiet(&mut stream, Duration::from_millis(200)).await;
+
+    // From the beginning: the kept events, no gap.
+    let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
+    let rest: Vec<(i64, i64)> = take_exact(&mut stream, 15)
+        .await
+        .into_iter()
+        .map(ok)
+        .map(|e| (e.seq, e.payload["i"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(rest, kept);
+    assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }

@@ -1,0 +1,141 @@
+//! The multi-process crash test on NATS (photon-testkit's `crash` harness), on a
+//! `nats-server` this test runs on a free port with its own store directory: a durable
+//! consumer process killed with SIGKILL at 22 random points while a publisher process
+//! publishes 6,000 keyed events (itself killed 3 times), the server killed and restarted
+//! after the 11th consumer kill; once with one stream per topic, once with 4 shards.
+//! Every acknowledged publish is handled, each key in order within each consumer
+//! incarnation, repeats within the flush window.
+//!
+//! Children are this test binary run again with `--ignored --exact crash_role` and
+//! [`ROLE_ENV`] = `<role>|<incarnation>|<url>|<prefix>|<shards>|<log>`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{NatsFactory, OwnServer};
+use photon_backend_nats::NatsStoragePortBuilder;
+use photon_core::{EventStore, TransportCrypto};
+use photon_testkit::crash::{consumer_role, publisher_role, run_crash_test, CrashPlan};
+
+const ROLE_ENV: &str = "PHOTON_NATS_TEST_CRASH_ROLE";
+
+fn plan() -> CrashPlan {
+    CrashPlan {
+        topic: "crash.loop".into(),
+        events: 6_000,
+        keys: 32,
+        consumer_kills: 22,
+        publisher_kills_at: vec![5, 11, 17],
+        midpoint: 11,
+        drain_deadline: Duration::from_secs(60),
+        publish_pause: Duration::from_millis(20),
+    }
+}
+
+/// A child: the publisher or the consumer, until killed.
+#[test]
+#[ignore = "child process of the crash tests"]
+fn crash_role() {
+    let Ok(spec) = std::env::var(ROLE_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.splitn(6, '|').collect();
+    let [role, incarnation, url, prefix, shards, log] = parts[..] else {
+        panic!("bad {ROLE_ENV}: {spec}");
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let port = NatsStoragePortBuilder::new()
+            .url(url)
+            .stream_prefix(prefix)
+            .stream_shards(shards.parse().unwrap())
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .await
+            .unwrap();
+        let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
+        match role {
+            "publish" => publisher_role(store, &plan(), PathBuf::from(log)).await,
+            _ => {
+                consumer_role(
+                    store,
+                    plan().topic,
+                    incarnation.parse().unwrap(),
+                    PathBuf::from(log),
+                )
+                .await
+            }
+        }
+    });
+}
+
+fn spawn(role: &str, incarnation: usize, factory: &NatsFactory, log: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "crash_role",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(
+            ROLE_ENV,
+            format!(
+                "{role}|{incarnation}|{}|{}|{}|{}",
+                factory.url,
+                factory.prefix,
+                factory.shards,
+                log.display()
+            ),
+        )
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn crash_test(shards: u32) {
+    let Some(mut server) = OwnServer::start() else {
+        photon_testkit::skip_or_fail("nats", "no /usr/sbin/nats-server to start");
+        return;
+    };
+    let Some(factory) = NatsFactory::on(server.url(), shards).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    let published = directory.path().join("published.log");
+    let handled = directory.path().join("handled.log");
+    let plan = plan();
+    let report = run_crash_test(
+        &plan,
+        &published,
+        &handled,
+        |role, incarnation| {
+            let log = if role == "publish" {
+                &published
+            } else {
+                &handled
+            };
+            spawn(role, incarnation, &factory, log)
+        },
+        || server.restart(),
+    )
+    .await;
+    assert_eq!(report.missing, 0);
+    assert_eq!(report.acked, plan.events);
+}
+
+/// One stream, then four shards, one after the other (each runs its own server and two
+/// children: running them side by side would only share the same cores).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_at_random_points_one_stream_then_four_shards() {
+    crash_test(1).await;
+    crash_test(4).await;
+}

@@ -1,0 +1,44 @@
+//! Gaps: seqs a subscription still needed that retention or `truncate_before` deleted.
+//!
+//! Seqs of a topic are assigned densely from 1 and deletion only ever removes a topic's
+//! oldest records, so a cursor positioned after seq `s ≥ 1` has lost events exactly when
+//! `s + 1` was assigned (the topic's last seq is at least `s + 1`) and the first record
+//! still stored is above `s + 1` (or none is). The gap runs from `s + 1` to that first
+//! stored seq (or to the last seq + 1). A cursor at 0 (from the beginning) has no gap: it
+//! starts at the first record kept. The range is the topic's: a keyed subscription is told
+//! of it too, although the removed records may have held none of its key's events.
+
+use photon_core::Result;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::sqlite_error;
+
+/// The gap `(from, to)` a cursor positioned after `after` has run into, if any.
+pub(crate) fn find_gap(
+    connection: &Connection,
+    topic: &str,
+    after: i64,
+) -> Result<Option<(i64, i64)>> {
+    if after < 1 {
+        return Ok(None);
+    }
+    let failed = |e| sqlite_error(&format!("read the first stored seq of topic {topic:?}"), e);
+    let bounds: Option<(i64, Option<i64>)> = connection
+        .prepare_cached(
+            "SELECT t.last_seq, (SELECT min(e.seq) FROM events e WHERE e.topic_id = t.topic_id) \
+             FROM topics t WHERE t.name = ?1",
+        )
+        .map_err(failed)?
+        .query_row(params![topic], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()
+        .map_err(failed)?;
+    let Some((last_seq, first_stored)) = bounds else {
+        return Ok(None);
+    };
+    let next = after + 1;
+    if last_seq < next {
+        return Ok(None);
+    }
+    let to = first_stored.unwrap_or(last_seq + 1);
+    Ok((to > next).then_some((next, to)))
+}
