@@ -27,9 +27,10 @@ enum Deliveries {
 /// - [`GroupSubscription::ack`] marks an event handled; the group's position moves over
 ///   the contiguous run of acknowledged events of each partition.
 /// - [`GroupSubscription::release`] gives an event back: it is delivered again.
-/// - An event that cannot be opened is an error item ([`PhotonError::Crypto`] naming its
-///   event id); acknowledge it with [`GroupSubscription::ack_id`] once stored aside, or it
-///   is delivered again after a handover.
+/// - An event that cannot be opened or decoded is an error item ([`PhotonError::Crypto`]
+///   or [`PhotonError::Undecodable`], naming its event id); the partition's position stays
+///   before it until it is acknowledged with [`GroupSubscription::ack_id`] once stored
+///   aside, and it is delivered again after a handover.
 /// - A member that lost a partition gets [`PhotonError::Fenced`] from `ack`: another
 ///   member handles (or handled) the event.
 /// - Dropping the subscription leaves the group at once; [`GroupSubscription::leave`]
@@ -90,7 +91,8 @@ impl GroupSubscription {
         self.ack_id(&event.event_id).await
     }
 
-    /// Marks the delivery with this event id handled (also one that could not be opened).
+    /// Marks the delivery with this event id handled (also one that could not be opened
+    /// or decoded).
     ///
     /// # Errors
     /// As [`GroupSubscription::ack`].
@@ -140,7 +142,18 @@ impl Stream for GroupSubscription {
         };
         let delivery = match polled {
             Poll::Ready(Some(Ok(delivery))) => delivery,
-            Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
+            Poll::Ready(Some(Err(err))) => {
+                if let (
+                    PhotonError::Undecodable { event_id, seq, .. },
+                    Deliveries::Member(membership),
+                ) = (&err, &self.deliveries)
+                {
+                    if let Some(ack) = membership.undecodable_acks().take(*seq) {
+                        self.lock().insert(event_id.clone(), ack);
+                    }
+                }
+                return Poll::Ready(Some(Err(err)));
+            }
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => return Poll::Pending,
         };

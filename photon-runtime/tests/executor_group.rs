@@ -118,3 +118,69 @@ async fn a_group_handler_with_a_key_is_refused() {
         other => panic!("expected InvalidInput, got {:?}", other.map(|_| ())),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_record_in_a_group_is_dead_lettered_before_the_position_passes_it() {
+    let port = MemStoragePort::new();
+    let photon = photon(&port);
+    let handled: Log = Arc::default();
+    let log = handled.clone();
+    let executor = photon
+        .executor()
+        .handler_with(
+            HandlerOptions::new("repair", "parts").group("repair"),
+            move |event: photon_core::Event| {
+                let log = log.clone();
+                async move {
+                    let n = event.payload["n"].as_i64().unwrap();
+                    log.lock().unwrap().push((0, event.topic_key.unwrap(), n));
+                    Ok::<(), PhotonError>(())
+                }
+            },
+        )
+        .start()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut last = 0;
+    for n in 0..3 {
+        photon
+            .publish("parts", Some("p-1"), json!(null), json!({"n": n}))
+            .await
+            .unwrap();
+    }
+    let bad = port.append_undecodable("parts", Some("p-1"), b"\x00damaged");
+    for n in 3..6 {
+        last = photon
+            .publish("parts", Some("p-1"), json!(null), json!({"n": n}))
+            .await
+            .unwrap()
+            .seq;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let partition = photon_core::group::partition_of(Some("p-1"), last, 8);
+    loop {
+        let status = photon.group_status("repair", "parts").await.unwrap();
+        let checkpoint = status
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .and_then(|p| p.checkpoint);
+        if checkpoint == Some(last) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the partition stopped at {checkpoint:?}, before {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    executor.shutdown().await.unwrap();
+    let handled: Vec<i64> = handled.lock().unwrap().iter().map(|(_, _, n)| *n).collect();
+    assert_eq!(handled, (0..6).collect::<Vec<_>>());
+    let letters = photon.dead_letters("parts").await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].original.event_id, bad.event_id);
+    assert_eq!(letters[0].original.seq, bad.seq);
+    let undecodable = letters[0].original.undecodable.as_ref().unwrap();
+    assert_eq!(undecodable.stored().unwrap(), b"\x00damaged");
+}

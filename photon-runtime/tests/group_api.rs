@@ -247,3 +247,72 @@ async fn status_shows_members_owners_and_positions() {
     }
     drop((a, b));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_record_holds_the_partition_until_acknowledged() {
+    let port = MemStoragePort::new();
+    let photon = photon(&port);
+    let mut member = photon.group_with("repair", "parts", options("a"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut seqs = Vec::new();
+    for n in 0..3 {
+        let appended = photon
+            .publish("parts", Some("p-1"), json!(null), json!({"n": n}))
+            .await
+            .unwrap();
+        seqs.push(appended.seq);
+    }
+    let bad = port.append_undecodable("parts", Some("p-1"), b"\x00damaged");
+    for n in 3..5 {
+        let appended = photon
+            .publish("parts", Some("p-1"), json!(null), json!({"n": n}))
+            .await
+            .unwrap();
+        seqs.push(appended.seq);
+    }
+    let partition = photon_core::group::partition_of(Some("p-1"), bad.seq, 8);
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let event = next(&mut member).await;
+        member.ack(&event).await.unwrap();
+        got.push(event.seq);
+    }
+    let error = tokio::time::timeout(DEADLINE, member.next())
+        .await
+        .expect("an item within the deadline")
+        .expect("the stream goes on")
+        .expect_err("the damaged record is an error item");
+    match &error {
+        PhotonError::Undecodable {
+            event_id,
+            seq,
+            stored,
+            ..
+        } => {
+            assert_eq!((event_id.as_str(), *seq), (bad.event_id.as_str(), bad.seq));
+            assert_eq!(&**stored, b"\x00damaged");
+        }
+        other => panic!("expected Undecodable, got {other:?}"),
+    }
+    for _ in 0..2 {
+        let event = next(&mut member).await;
+        member.ack(&event).await.unwrap();
+        got.push(event.seq);
+    }
+    assert_eq!(got, seqs);
+    let checkpoint = |photon: Photon| async move {
+        let status = photon.group_status("repair", "parts").await.unwrap();
+        status
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .and_then(|p| p.checkpoint)
+    };
+    // Every event is acknowledged but the damaged record: the position stays before it.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(checkpoint(photon.clone()).await, Some(seqs[2]));
+    member.ack_id(&bad.event_id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(checkpoint(photon.clone()).await, Some(seqs[4]));
+    drop(member);
+}

@@ -18,7 +18,9 @@ use crate::event::Record;
 use crate::group::assignment::assigned_to;
 use crate::group::coordination::{GroupCoordination, GroupScope, LiveMember};
 use crate::group::options::GroupOptions;
-use crate::group::partition::{GroupAck, Handout, Owned, Redelivery};
+use crate::group::partition::{
+    GroupAck, Handout, Owned, Redelivery, UndecodableAck, UndecodableAcks,
+};
 use crate::port::{Delivery, GroupRequest, StartAt, StoragePort, SubscribeRequest};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -66,6 +68,7 @@ pub fn join(
     };
     let mut membership = GroupMembership {
         receiver,
+        undecodable: UndecodableAcks::default(),
         redeliver: Arc::clone(&redeliver),
         out: out.downgrade(),
         leave: None,
@@ -384,6 +387,7 @@ impl Member {
 /// the leases released); [`GroupMembership::leave`] first waits for handed-out events.
 pub struct GroupMembership {
     receiver: mpsc::UnboundedReceiver<Handout>,
+    undecodable: UndecodableAcks,
     redeliver: Redelivery,
     /// Weak, so that the stream ends once the member's task and readers are gone.
     out: mpsc::WeakUnboundedSender<Handout>,
@@ -407,6 +411,13 @@ impl GroupMembership {
                 let _ = finished.await;
             }
         }
+    }
+
+    /// Where the acknowledgements of the undecodable records this member hands out as
+    /// error items wait to be taken: the partition's position stays before such a record
+    /// until it is acknowledged.
+    pub fn undecodable_acks(&self) -> UndecodableAcks {
+        self.undecodable.clone()
     }
 
     fn delivery(&self, owned: Arc<Owned>, record: Record) -> Delivery {
@@ -452,7 +463,13 @@ impl Stream for GroupMembership {
                 }
                 Poll::Ready(Some(Handout::Undecodable(owned, seq, err))) => {
                     if owned.hands_out() {
-                        owned.handed_out_handled(seq);
+                        owned.handed_out();
+                        let ack = UndecodableAck {
+                            owned,
+                            seq,
+                            done: AtomicBool::new(false),
+                        };
+                        self.undecodable.insert(seq, Box::new(ack));
                         return Poll::Ready(Some(Err(err)));
                     }
                 }

@@ -36,3 +36,4 @@ pub use options::{
     GroupOptions, DEFAULT_COMMIT_INTERVAL, DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_PARTITIONS,
     DEFAULT_READ_AHEAD,
 };
+pub use partition::UndecodableAcks;

@@ -17,6 +17,33 @@ use crate::group::coordination::{GroupScope, Ownership};
 use crate::port::{Acknowledge, RecordStream};
 use crate::progress::Progress;
 
+/// The acknowledgements of the undecodable records a member handed out as error items
+/// ([`PhotonError::Undecodable`]), by seq: the partition's position stays before such a
+/// record until its acknowledgement is taken from here and acknowledged (once the record
+/// is stored aside, e.g. dead-lettered).
+#[derive(Clone, Default)]
+pub struct UndecodableAcks(Arc<Mutex<std::collections::HashMap<i64, Box<dyn Acknowledge>>>>);
+
+impl std::fmt::Debug for UndecodableAcks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UndecodableAcks")
+            .field("pending", &lock(&self.0).len())
+            .finish()
+    }
+}
+
+impl UndecodableAcks {
+    /// Takes the acknowledgement of the undecodable record at `seq`, when this member
+    /// handed one out and it was not taken yet.
+    pub fn take(&self, seq: i64) -> Option<Box<dyn Acknowledge>> {
+        lock(&self.0).remove(&seq)
+    }
+
+    pub(crate) fn insert(&self, seq: i64, ack: Box<dyn Acknowledge>) {
+        lock(&self.0).insert(seq, ack);
+    }
+}
+
 /// Events given back, handed out again before anything else.
 pub(crate) type Redelivery = Arc<Mutex<std::collections::VecDeque<(Arc<Owned>, Record)>>>;
 
@@ -24,8 +51,9 @@ pub(crate) type Redelivery = Arc<Mutex<std::collections::VecDeque<(Arc<Owned>, R
 pub(crate) enum Handout {
     /// A record of an owned partition.
     Record(Arc<Owned>, Record),
-    /// A record of an owned partition that cannot be decoded (counts as handled once
-    /// handed out: the consumer gets its stored bytes to dead-letter it).
+    /// A record of an owned partition that cannot be decoded: handed out as an error item
+    /// with its stored bytes, and acknowledged through [`UndecodableAcks`] once the
+    /// consumer stored it aside.
     Undecodable(Arc<Owned>, i64, PhotonError),
     /// An error of the group itself.
     Error(PhotonError),
@@ -178,11 +206,6 @@ impl Owned {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Counts an undecodable record as handed out and handled.
-    pub(crate) fn handed_out_handled(&self, seq: i64) {
-        self.finished(seq);
-    }
-
     fn fenced_error(&self) -> PhotonError {
         PhotonError::Fenced {
             group: self.scope.group.clone(),
@@ -285,6 +308,45 @@ impl Acknowledge for GroupAck {
             let _ = out.send(Handout::Wake);
         }
         Ok(())
+    }
+
+    fn ownership(&self) -> Option<Ownership> {
+        Some(Ownership {
+            partition: self.owned.partition,
+            epoch: self.owned.epoch,
+            owner: self.owned.owner.clone(),
+        })
+    }
+}
+
+/// Acknowledgement of an undecodable record handed out as an error item: the partition's
+/// position passes the record only once this is acknowledged (after its dead letter is
+/// stored), and only under the ownership it was handed out by.
+pub(crate) struct UndecodableAck {
+    pub(crate) owned: Arc<Owned>,
+    pub(crate) seq: i64,
+    pub(crate) done: AtomicBool,
+}
+
+#[async_trait]
+impl Acknowledge for UndecodableAck {
+    async fn ack(&self) -> Result<()> {
+        if !self.owned.accepts_acks() {
+            return Err(self.owned.fenced_error());
+        }
+        if self.done.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.owned.finished(self.seq);
+        self.owned.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<()> {
+        Err(PhotonError::InvalidInput(format!(
+            "the undecodable record at seq {} cannot be handed back: store it aside and acknowledge it",
+            self.seq
+        )))
     }
 
     fn ownership(&self) -> Option<Ownership> {

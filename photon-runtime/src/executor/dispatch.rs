@@ -136,21 +136,36 @@ impl Subscription {
                 StartPolicy::Tail => StartAt::Tail,
             },
         };
-        let deliveries: DeliveryStream = match port.group_coordination() {
-            Some(coordination) => Box::pin(photon_core::group::join(
-                port,
-                coordination,
-                request,
-                GroupOptions::new(member),
-            )),
-            None => port.subscribe_group(request),
+        let (deliveries, undecodable): (DeliveryStream, _) = match port.group_coordination() {
+            Some(coordination) => {
+                let membership = photon_core::group::join(
+                    port,
+                    coordination,
+                    request,
+                    GroupOptions::new(member),
+                );
+                let undecodable = membership.undecodable_acks();
+                (Box::pin(membership), Some(undecodable))
+            }
+            None => (port.subscribe_group(request), None),
         };
         let acks = Arc::clone(&self.group_acks);
-        Box::pin(deliveries.map(move |item| {
-            item.map(|delivery| {
+        Box::pin(deliveries.map(move |item| match item {
+            Ok(delivery) => {
                 lock_acks(&acks).insert(delivery.record.seq, delivery.ack);
-                delivery.record
-            })
+                Ok(delivery.record)
+            }
+            Err(err) => {
+                // Acknowledged to the group like an event, once its dead letter is stored.
+                if let (PhotonError::Undecodable { seq, .. }, Some(undecodable)) =
+                    (&err, &undecodable)
+                {
+                    if let Some(ack) = undecodable.take(*seq) {
+                        lock_acks(&acks).insert(*seq, ack);
+                    }
+                }
+                Err(err)
+            }
         }))
     }
 
