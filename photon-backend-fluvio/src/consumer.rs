@@ -26,6 +26,11 @@
 //!   `PhotonError::Unavailable` item per outage, and the reader keeps trying. Resolving
 //!   the start positions is retried the same way for up to 60 s; then the subscriber gets
 //!   the error and the stream ends.
+//! - Retention removes whole segments. A reader whose next offset was removed (Fluvio
+//!   answers `OffsetEvicted`) moves to the first offset kept; when it had a position
+//!   (a durable checkpoint, `AfterSeq`, or records read) its subscriber first gets one
+//!   [`PhotonError::Gap`] naming the removed seqs of that shard. A start from the
+//!   beginning just starts at the first record kept.
 //! - A record whose envelope id the reader saw within the last
 //!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
 //!   dropped; see [`crate::dedup`].
@@ -36,6 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use fluvio::consumer::{ConsumerConfigExtBuilder, ConsumerStream, OffsetManagementStrategy};
+use fluvio::dataplane::link::ErrorCode;
 use fluvio::Offset;
 use futures::StreamExt;
 use photon_core::{CheckpointKey, PhotonError, RecordStream, Result, StartAt, SubscribeRequest};
@@ -272,7 +278,9 @@ impl ShardReader {
             };
             let cause = match opened {
                 Ok(stream) => match self.forward(stream, &name, &mut outage, &mut recent).await {
-                    Some(cause) => cause,
+                    Some(Ended::Failed(cause)) => cause,
+                    // Retention removed what was next: reopen at once where records remain.
+                    Some(Ended::Evicted) => continue,
                     None => return,
                 },
                 Err(err) => err.to_string(),
@@ -296,7 +304,7 @@ impl ShardReader {
         name: &str,
         outage: &mut Option<Outage>,
         recent: &mut RecentIds,
-    ) -> Option<String> {
+    ) -> Option<Ended> {
         let inner = self.port.inner.clone();
         let shards = inner.config.topic_shards;
         // One timer for the whole stream, reset only when it fires: a timer per record
@@ -335,13 +343,13 @@ impl ShardReader {
                             if behind < 2 {
                                 continue;
                             }
-                            return Some(format!(
+                            return Some(Ended::Failed(format!(
                                 "no record for {:?} although the partition ends at {end} and the next to read is {}",
                                 PROBE_EVERY * 2, self.next
-                            ));
+                            )));
                         }
-                        Ok(Err(err)) => return Some(format!("cannot read the end offset: {err}")),
-                        Err(_) => return Some(format!("no end offset within {PROBE_DEADLINE:?}")),
+                        Ok(Err(err)) => return Some(Ended::Failed(format!("cannot read the end offset: {err}"))),
+                        Err(_) => return Some(Ended::Failed(format!("no end offset within {PROBE_DEADLINE:?}"))),
                     }
                 }
             };
@@ -355,6 +363,9 @@ impl ShardReader {
                     }
                     if record.offset() < self.next {
                         continue;
+                    }
+                    if !self.skip_to(record.offset(), shards).await {
+                        return None;
                     }
                     self.next = record.offset() + 1;
                     if let Some(key) = &self.key {
@@ -375,10 +386,39 @@ impl ShardReader {
                         return None;
                     }
                 }
-                Some(Err(code)) => return Some(format!("stream error: {code}")),
-                None => return Some("stream ended".to_owned()),
+                Some(Err(ErrorCode::OffsetEvicted { next_available, .. }))
+                    if next_available > self.next =>
+                {
+                    if !self.skip_to(next_available, shards).await {
+                        return None;
+                    }
+                    return Some(Ended::Evicted);
+                }
+                Some(Err(code)) => return Some(Ended::Failed(format!("stream error: {code}"))),
+                None => return Some(Ended::Failed("stream ended".to_owned())),
             }
         }
+    }
+
+    /// Moves the reader to `offset`, the first record the partition still holds. When
+    /// records between the reader's position and `offset` are gone (retention removed
+    /// them), the subscriber gets one [`PhotonError::Gap`] naming their seqs first; a
+    /// reader at the very beginning (nothing read, no position) just starts there.
+    /// Returns `false` when the subscriber is gone.
+    async fn skip_to(&mut self, offset: i64, shards: u32) -> bool {
+        if offset > self.next && self.next > 0 {
+            let gap = PhotonError::Gap {
+                topic: self.topic.clone(),
+                from: seq_of(self.next, self.shard, shards),
+                to: seq_of(offset, self.shard, shards),
+            };
+            tracing::warn!(port = "fluvio", topic = %self.topic, %gap, "retention removed events this subscription had not read");
+            if self.sender.send(Err(gap)).await.is_err() {
+                return false;
+            }
+        }
+        self.next = self.next.max(offset);
+        true
     }
 
     /// Counts a failure: from the second one in a row the stream connection is replaced;
@@ -430,6 +470,14 @@ impl ShardReader {
             () = self.sender.closed() => false,
         }
     }
+}
+
+/// Why a reader's stream ended while its subscriber was still there.
+enum Ended {
+    /// The stream failed: reopen it, counting the failure.
+    Failed(String),
+    /// Retention removed the records the reader was at; it moved past them.
+    Evicted,
 }
 
 /// Keeps the Fluvio consumer offsets of durable subscriptions in step with their
