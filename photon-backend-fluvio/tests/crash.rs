@@ -12,13 +12,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{owned_state, restart_spu, FluvioFactory};
 use photon_core::{EventStore, TransportCrypto};
-use photon_testkit::crash::{consumer_role, publisher_role, run_crash_test, CrashPlan};
+use photon_testkit::crash::{run_crash_test_in, run_role, spawn_role, CrashPlan};
 
 const ROLE_ENV: &str = "PHOTON_FLUVIO_TEST_CRASH_ROLE";
 
@@ -61,42 +61,27 @@ fn crash_role() {
             Arc::new(factory.port().await.unwrap()),
             TransportCrypto::plaintext(),
         );
-        match role {
-            "publish" => publisher_role(store, &plan(), PathBuf::from(log)).await,
-            _ => {
-                consumer_role(
-                    store,
-                    plan().topic,
-                    incarnation.parse().unwrap(),
-                    PathBuf::from(log),
-                )
-                .await
-            }
-        }
+        run_role(
+            store,
+            &plan(),
+            role,
+            incarnation.parse().unwrap(),
+            PathBuf::from(log),
+        )
+        .await;
     });
 }
 
 fn spawn(role: &str, incarnation: usize, factory: &FluvioFactory, log: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash_role",
-            "--test-threads=1",
-            "--quiet",
-        ])
-        .env(
-            ROLE_ENV,
-            format!(
-                "{role}|{incarnation}|{}|{}|{}",
-                factory.prefix,
-                factory.shards,
-                log.display()
-            ),
-        )
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+    spawn_role(
+        ROLE_ENV,
+        format!(
+            "{role}|{incarnation}|{}|{}|{}",
+            factory.prefix,
+            factory.shards,
+            log.display()
+        ),
+    )
 }
 
 async fn crash_test(shards: u32) {
@@ -107,26 +92,13 @@ async fn crash_test(shards: u32) {
         return;
     };
     let directory = tempfile::tempdir().unwrap();
-    let published = directory.path().join("published.log");
-    let handled = directory.path().join("handled.log");
-    let plan = plan();
-    let report = run_crash_test(
-        &plan,
-        &published,
-        &handled,
-        |role, incarnation| {
-            let log = if role == "publish" {
-                &published
-            } else {
-                &handled
-            };
-            spawn(role, incarnation, &factory, log)
-        },
+    run_crash_test_in(
+        directory.path(),
+        &plan(),
+        |role, incarnation, log| spawn(role, incarnation, &factory, log),
         || restart_spu(&state),
     )
     .await;
-    assert_eq!(report.missing, 0);
-    assert_eq!(report.acked, plan.events);
 }
 
 /// One partition per topic, then four shards, one after the other.

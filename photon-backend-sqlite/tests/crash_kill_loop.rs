@@ -8,13 +8,13 @@
 //! [`ROLE_ENV`] = `<role>|<incarnation>|<db>|<log>`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
 use photon_backend_sqlite::SqliteStoragePort;
 use photon_core::{EventStore, TransportCrypto};
-use photon_testkit::crash::{consumer_role, publisher_role, run_crash_test, CrashPlan};
+use photon_testkit::crash::{run_crash_test_in, run_role, spawn_role, CrashPlan};
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_CRASH_ROLE";
 
@@ -58,61 +58,33 @@ fn crash_role() {
         .unwrap();
     runtime.block_on(async {
         let store = open_store(Path::new(db));
-        match role {
-            "publish" => publisher_role(store, &plan(), PathBuf::from(log)).await,
-            _ => {
-                consumer_role(
-                    store,
-                    plan().topic,
-                    incarnation.parse().unwrap(),
-                    PathBuf::from(log),
-                )
-                .await
-            }
-        }
+        run_role(
+            store,
+            &plan(),
+            role,
+            incarnation.parse().unwrap(),
+            PathBuf::from(log),
+        )
+        .await;
     });
 }
 
 fn spawn(role: &str, incarnation: usize, db: &Path, log: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash_role",
-            "--test-threads=1",
-            "--quiet",
-        ])
-        .env(
-            ROLE_ENV,
-            format!("{role}|{incarnation}|{}|{}", db.display(), log.display()),
-        )
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+    spawn_role(
+        ROLE_ENV,
+        format!("{role}|{incarnation}|{}|{}", db.display(), log.display()),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_and_publisher_killed_at_random_points() {
     let directory = tempfile::tempdir().unwrap();
     let db = directory.path().join("crash.db");
-    let published = directory.path().join("published.log");
-    let handled = directory.path().join("handled.log");
-    let plan = plan();
-    let report = run_crash_test(
-        &plan,
-        &published,
-        &handled,
-        |role, incarnation| {
-            let log = if role == "publish" {
-                &published
-            } else {
-                &handled
-            };
-            spawn(role, incarnation, &db, log)
-        },
+    run_crash_test_in(
+        directory.path(),
+        &plan(),
+        |role, incarnation, log| spawn(role, incarnation, &db, log),
         || {},
     )
     .await;
-    assert_eq!(report.missing, 0);
-    assert_eq!(report.acked, plan.events);
 }

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -246,6 +246,75 @@ impl Random {
 fn kill(child: &mut Child) {
     let _ = child.kill(); // SIGKILL
     let _ = child.wait();
+}
+
+/// Runs one child of a crash test in this process until it is killed: the publisher
+/// (`role = "publish"`) or the consumer (any other role), logging to `log`.
+pub async fn run_role(
+    store: EventStore,
+    plan: &CrashPlan,
+    role: &str,
+    incarnation: usize,
+    log: PathBuf,
+) {
+    match role {
+        "publish" => publisher_role(store, plan, log).await,
+        _ => consumer_role(store, plan.topic.clone(), incarnation, log).await,
+    }
+}
+
+/// Starts this test binary again as a crash-test child: its ignored test `crash_role`,
+/// with `spec` (role, incarnation, log and whatever the child needs to open its port) in
+/// the environment variable `env`.
+///
+/// # Panics
+/// When the child cannot be started.
+pub fn spawn_role(env: &str, spec: String) -> Child {
+    Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([
+            "--ignored",
+            "--exact",
+            "crash_role",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(env, spec)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("a crash-test child")
+}
+
+/// [`run_crash_test`] with both logs in `dir`: `spawn(role, incarnation, log)` starts a
+/// child writing to `log`. Asserts that every planned event was acknowledged and handled.
+///
+/// # Panics
+/// As [`run_crash_test`], and when an event is missing.
+pub async fn run_crash_test_in(
+    dir: &Path,
+    plan: &CrashPlan,
+    mut spawn: impl FnMut(&str, usize, &Path) -> Child,
+    on_midpoint: impl FnMut(),
+) -> CrashReport {
+    let published = dir.join("published.log");
+    let handled = dir.join("handled.log");
+    let report = run_crash_test(
+        plan,
+        &published,
+        &handled,
+        |role, incarnation| {
+            let log = if role == "publish" {
+                &published
+            } else {
+                &handled
+            };
+            spawn(role, incarnation, log)
+        },
+        on_midpoint,
+    )
+    .await;
+    assert_eq!(report.missing, 0);
+    assert_eq!(report.acked, plan.events);
+    report
 }
 
 /// Runs the plan: `spawn(role, incarnation)` starts a child (`"publish"` or `"consume"`),
