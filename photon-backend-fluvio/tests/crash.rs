@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,29 +46,16 @@ fn crash_role() {
     let [role, incarnation, prefix, shards, log] = parts[..] else {
         panic!("bad {ROLE_ENV}: {spec}");
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    run_role(&plan(), role, incarnation, log, async {
         let factory = FluvioFactory {
             endpoint: photon_backend_fluvio::fluvio_endpoint_from_env().unwrap(),
             prefix: prefix.to_owned(),
             shards: shards.parse().unwrap(),
         };
-        let store = EventStore::new(
+        EventStore::new(
             Arc::new(factory.port().await.unwrap()),
             TransportCrypto::plaintext(),
-        );
-        run_role(
-            store,
-            &plan(),
-            role,
-            incarnation.parse().unwrap(),
-            PathBuf::from(log),
         )
-        .await;
     });
 }
 

@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,12 +47,7 @@ fn crash_role() {
     let [role, incarnation, url, prefix, shards, log] = parts[..] else {
         panic!("bad {ROLE_ENV}: {spec}");
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    run_role(&plan(), role, incarnation, log, async {
         let port = NatsStoragePortBuilder::new()
             .url(url)
             .stream_prefix(prefix)
@@ -61,15 +56,7 @@ fn crash_role() {
             .build()
             .await
             .unwrap();
-        let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
-        run_role(
-            store,
-            &plan(),
-            role,
-            incarnation.parse().unwrap(),
-            PathBuf::from(log),
-        )
-        .await;
+        EventStore::new(Arc::new(port), TransportCrypto::plaintext())
     });
 }
 

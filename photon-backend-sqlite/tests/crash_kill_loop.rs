@@ -7,7 +7,7 @@
 //! Children are this test binary run again with `--ignored --exact crash_role` and
 //! [`ROLE_ENV`] = `<role>|<incarnation>|<db>|<log>`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,21 +51,8 @@ fn crash_role() {
     let [role, incarnation, db, log] = parts[..] else {
         panic!("bad {ROLE_ENV}: {spec}");
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let store = open_store(Path::new(db));
-        run_role(
-            store,
-            &plan(),
-            role,
-            incarnation.parse().unwrap(),
-            PathBuf::from(log),
-        )
-        .await;
+    run_role(&plan(), role, incarnation, log, async {
+        open_store(Path::new(db))
     });
 }
 

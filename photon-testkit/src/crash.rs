@@ -248,19 +248,33 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Runs one child of a crash test in this process until it is killed: the publisher
-/// (`role = "publish"`) or the consumer (any other role), logging to `log`.
-pub async fn run_role(
-    store: EventStore,
+/// Runs one child of a crash test in this process, on a runtime of its own, until it is
+/// killed: the publisher (`role = "publish"`) or the consumer (any other role, as
+/// incarnation `incarnation`), on the store `open` returns, logging to `log`.
+///
+/// # Panics
+/// When `incarnation` is not a number or the runtime cannot start.
+pub fn run_role(
     plan: &CrashPlan,
     role: &str,
-    incarnation: usize,
-    log: PathBuf,
+    incarnation: &str,
+    log: &str,
+    open: impl std::future::Future<Output = EventStore>,
 ) {
-    match role {
-        "publish" => publisher_role(store, plan, log).await,
-        _ => consumer_role(store, plan.topic.clone(), incarnation, log).await,
-    }
+    let incarnation: usize = incarnation.parse().expect("a numeric incarnation");
+    let log = PathBuf::from(log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let store = open.await;
+        match role {
+            "publish" => publisher_role(store, plan, log).await,
+            _ => consumer_role(store, plan.topic.clone(), incarnation, log).await,
+        }
+    });
 }
 
 /// Starts this test binary again as a crash-test child: its ignored test `crash_role`,
