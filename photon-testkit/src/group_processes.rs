@@ -175,6 +175,7 @@ impl GroupProcesses {
     /// # Panics
     /// When a check fails.
     pub async fn members_survive_kills(&self) {
+        let _alone = one_at_a_time().await;
         const EVENTS: usize = 20_000;
         const KILLS: usize = 6;
         let partitions = self.partitions().await;
@@ -308,6 +309,7 @@ impl GroupProcesses {
     /// # Panics
     /// When a check fails.
     pub async fn frozen_member_is_fenced(&self) {
+        let _alone = one_at_a_time().await;
         let names = ["m0", "m1"];
         // m0 spends 50 ms per event, so it is mid-handling when frozen.
         let mut frozen = self.spawn_member("m0", 0, 50);
@@ -652,4 +654,12 @@ fn assert_order_per_run(handled: &[Handling]) {
             );
         }
     }
+}
+
+/// Serializes the process tests of one test binary: their takeover deadlines are measured
+/// in wall time, and two of them at once would share the machine's cores with each other's
+/// member processes.
+async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    ALONE.lock().await
 }
