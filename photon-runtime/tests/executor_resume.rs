@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_support::{eventually, publish_round_robin, CrashablePort, Seen};
+use executor_support::{eventually, publish_round_robin, HookedPort, Seen};
 use photon_core::mem::MemStoragePort;
 use photon_runtime::{Event, Executor, ExecutorConfig, FlushPolicy, Photon};
 
@@ -35,12 +35,7 @@ fn config() -> ExecutorConfig {
 }
 
 /// Starts the recording handler; after `stop_after` events, `on_stop` runs once.
-fn start(
-    photon: &Photon,
-    seen: &Seen,
-    crash: Option<CrashablePort>,
-    stop_after: usize,
-) -> Executor {
+fn start(photon: &Photon, seen: &Seen, crash: Option<HookedPort>, stop_after: usize) -> Executor {
     let handled = Arc::new(AtomicUsize::new(0));
     let seen = seen.clone();
     photon
@@ -49,7 +44,7 @@ fn start(
         .handler("billing", "orders", move |event: Event| {
             let (seen, handled, crash) = (seen.clone(), handled.clone(), crash.clone());
             async move {
-                if crash.as_ref().is_some_and(CrashablePort::is_crashed) {
+                if crash.as_ref().is_some_and(HookedPort::is_crashed) {
                     // The process is dead: nothing runs any more.
                     std::future::pending::<()>().await;
                 }
@@ -96,7 +91,7 @@ fn check_resume(first: &Seen, second: &Seen, committed: i64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_half_way_redelivers_at_most_one_flush_window_plus_in_flight() {
     let memory = MemStoragePort::new();
-    let crashable = CrashablePort::new(memory.clone());
+    let crashable = HookedPort::new(Arc::new(memory.clone()));
     let first_photon = Photon::builder()
         .storage_port(crashable.clone())
         .flush_policy(flush_policy())

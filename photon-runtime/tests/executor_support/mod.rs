@@ -97,18 +97,26 @@ pub async fn eventually(deadline: Duration, mut condition: impl FnMut() -> bool)
     }
 }
 
-/// A mem port that can "crash": after `crash()`, checkpoint commits are lost, as when the
-/// process dies before its pending writes reach storage.
+/// A port in front of another that can slow checkpoint commits down (so that a commit is
+/// in flight when a test looks), hold appends to dead-letter topics until released, and
+/// "crash": after `crash()`, checkpoint commits are lost, as when the process dies before
+/// its pending writes reach storage.
 #[derive(Clone)]
-pub struct CrashablePort {
-    pub inner: MemStoragePort,
+pub struct HookedPort {
+    pub inner: Arc<dyn StoragePort>,
+    pub commit_delay: Duration,
+    /// Appends to topics ending in `.dlq` take a permit first (none are added unless the
+    /// test opens the gate).
+    pub dead_letter_gate: Option<Arc<tokio::sync::Semaphore>>,
     crashed: Arc<AtomicBool>,
 }
 
-impl CrashablePort {
-    pub fn new(inner: MemStoragePort) -> Self {
+impl HookedPort {
+    pub fn new(inner: Arc<dyn StoragePort>) -> Self {
         Self {
             inner,
+            commit_delay: Duration::ZERO,
+            dead_letter_gate: None,
             crashed: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -119,74 +127,6 @@ impl CrashablePort {
 
     pub fn is_crashed(&self) -> bool {
         self.crashed.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl StoragePort for CrashablePort {
-    fn label(&self) -> &'static str {
-        "crashable-mem"
-    }
-
-    fn capabilities(&self) -> StorageCapabilities {
-        self.inner.capabilities()
-    }
-
-    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
-        self.inner.append(draft).await
-    }
-
-    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
-        self.inner.subscribe(request)
-    }
-
-    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
-        self.inner.get_record(event_id).await
-    }
-
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.inner.list_by_topic(topic, after_seq, limit).await
-    }
-
-    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
-        self.inner.head_seq(topic, key).await
-    }
-
-    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
-        self.inner.load_checkpoint(key).await
-    }
-
-    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
-        if self.is_crashed() {
-            return Ok(());
-        }
-        self.inner.commit_checkpoint(key, seq).await
-    }
-}
-
-/// A port in front of another that can slow checkpoint commits down (so that a commit is
-/// in flight when a test looks) and hold appends to dead-letter topics until released.
-#[derive(Clone)]
-pub struct HookedPort {
-    pub inner: Arc<dyn StoragePort>,
-    pub commit_delay: Duration,
-    /// Appends to topics ending in `.dlq` take a permit first (none are added unless the
-    /// test opens the gate).
-    pub dead_letter_gate: Option<Arc<tokio::sync::Semaphore>>,
-}
-
-impl HookedPort {
-    pub fn new(inner: Arc<dyn StoragePort>) -> Self {
-        Self {
-            inner,
-            commit_delay: Duration::ZERO,
-            dead_letter_gate: None,
-        }
     }
 }
 
@@ -235,6 +175,9 @@ impl StoragePort for HookedPort {
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+        if self.is_crashed() {
+            return Ok(());
+        }
         tokio::time::sleep(self.commit_delay).await;
         self.inner.commit_checkpoint(key, seq).await
     }
