@@ -178,31 +178,13 @@ async fn retention_sweeps_by_count_and_age() {
         port.append(old).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let kept: Vec<i64> = port
-        .list_by_topic("count", 0, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.seq)
-        .collect();
+    let kept = seqs(&port, "count").await;
     assert_eq!(kept, (21..=30).collect::<Vec<_>>());
-    let kept: Vec<i64> = port
-        .list_by_topic("age", 0, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.seq)
-        .collect();
+    let kept = seqs(&port, "age").await;
     assert_eq!(kept, vec![5, 6]);
     assert_eq!(port.append(draft("count", None, 30)).await.unwrap().seq, 31);
     // Dead letters are not swept unless asked for.
-    let dead: Vec<i64> = port
-        .list_by_topic("count.dlq", 0, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.seq)
-        .collect();
+    let dead = seqs(&port, "count.dlq").await;
     assert_eq!(dead, (1..=30).collect::<Vec<_>>());
 }
 
@@ -222,13 +204,7 @@ async fn retention_sweeps_dead_letters_only_when_asked() {
         port.append(draft("orders.dlq", None, i)).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let kept: Vec<i64> = port
-        .list_by_topic("orders.dlq", 0, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.seq)
-        .collect();
+    let kept = seqs(&port, "orders.dlq").await;
     assert_eq!(kept, (21..=30).collect::<Vec<_>>());
 }
 
@@ -307,4 +283,14 @@ async fn an_open_failure_keeps_sqlites_description_and_source() {
             .to_owned() + &missing.display().to_string()
     );
     assert!(std::error::Error::source(&error).is_some());
+}
+
+/// The seqs `port` lists for `topic` (up to 100), oldest first.
+async fn seqs(port: &SqliteStoragePort, topic: &str) -> Vec<i64> {
+    port.list_by_topic(topic, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect()
 }
