@@ -37,7 +37,7 @@ enum Command {
     Get(commands::events::GetArgs),
     /// Shows or raises a durable subscription's checkpoint.
     Checkpoints(commands::checkpoints::CheckpointArgs),
-    /// Shows a consumer group's members, partition owners and positions (mem, sqlite).
+    /// Shows a consumer group's members, partition owners and positions.
     Groups(commands::groups::GroupArgs),
     /// Checks that the backend answers and shows its capabilities.
     Doctor,

@@ -225,7 +225,7 @@ impl<T: TypedTopic> Stream for TypedGroupSubscription<T> {
 
 /// What a group looks like now: its live members, and per partition its owner, epoch,
 /// checkpoint and distance to the topic's head.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GroupStatus {
     /// Group name.
     pub group: String,
@@ -238,7 +238,7 @@ pub struct GroupStatus {
 }
 
 /// One partition of a [`GroupStatus`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartitionStatus {
     /// The partition.
     pub partition: u32,

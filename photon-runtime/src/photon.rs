@@ -32,6 +32,8 @@ struct Inner {
     /// Ends the durable subscriptions of this instance on shutdown. Shared with them, so
     /// that a subscription outliving every `Photon` handle keeps running.
     durable_stop: Arc<StopSwitch>,
+    /// Every `(group, topic)` joined through [`Photon::group_with`], for the admin snapshot.
+    joined_groups: Mutex<std::collections::BTreeSet<(String, String)>>,
 }
 
 impl std::fmt::Debug for Photon {
@@ -65,6 +67,7 @@ impl Photon {
                 executor_config,
                 executors: Mutex::new(Vec::new()),
                 durable_stop: Arc::new(StopSwitch::new()),
+                joined_groups: Mutex::default(),
             }),
         }
     }
@@ -189,10 +192,17 @@ impl Photon {
             return refused(PhotonError::InvalidInput("a group needs a name".into()));
         }
         match port.group_coordination() {
-            Some(coordination) => GroupSubscription::from_membership(
-                photon_core::group::join(port, coordination, request, options),
-                store,
-            ),
+            Some(coordination) => {
+                self.inner
+                    .joined_groups
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert((group.to_owned(), topic.to_owned()));
+                GroupSubscription::from_membership(
+                    photon_core::group::join(port, coordination, request, options),
+                    store,
+                )
+            }
             None if port.capabilities().consumer_groups => {
                 GroupSubscription::from_port(port.subscribe_group(request), store)
             }
@@ -213,6 +223,18 @@ impl Photon {
             return Err(port.unsupported("group status"));
         };
         crate::group::status(coordination.as_ref(), port.as_ref(), group, topic).await
+    }
+
+    /// Every `(group, topic)` this instance joined through [`Photon::group`] or
+    /// [`Photon::group_with`], sorted.
+    pub(crate) fn joined_groups(&self) -> Vec<(String, String)> {
+        self.inner
+            .joined_groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// A checkpoint committer registered for flushing on [`Photon::shutdown`].

@@ -60,16 +60,15 @@ async fn group_handlers_share_a_topic() {
     }
     // Both members join and split the partitions before anything is published.
     tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut last_of_partition: BTreeMap<u32, i64> = BTreeMap::new();
     for n in 0..200 {
-        instances[0]
-            .publish(
-                "orders",
-                Some(&format!("o-{}", n % 16)),
-                json!(null),
-                json!({"n": n}),
-            )
+        let key = format!("o-{}", n % 16);
+        let seq = instances[0]
+            .publish("orders", Some(&key), json!(null), json!({"n": n}))
             .await
-            .unwrap();
+            .unwrap()
+            .seq;
+        last_of_partition.insert(photon_core::group::partition_of(Some(&key), seq, 8), seq);
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while log.lock().unwrap().len() < 199 {
@@ -79,7 +78,53 @@ async fn group_handlers_share_a_topic() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The admin snapshot shows the group: both members, one owner per partition, and each
+    // partition's checkpoint at its last event once committed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let snapshot = loop {
+        let snapshot = instances[1].admin_snapshot().await.unwrap();
+        let checkpoints: BTreeMap<u32, i64> = snapshot.groups[0]
+            .partitions
+            .iter()
+            .filter_map(|p| Some((p.partition, p.checkpoint?)))
+            .collect();
+        if checkpoints == last_of_partition {
+            break snapshot;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "group checkpoints {checkpoints:?}, expected {last_of_partition:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(snapshot.groups.len(), 1);
+    let group = &snapshot.groups[0];
+    assert_eq!(
+        (group.group.as_str(), group.topic.as_str()),
+        ("billing", "orders")
+    );
+    assert_eq!(group.members.len(), 2);
+    assert_eq!(group.partitions.len(), 8);
+    let owners: HashSet<&str> = group
+        .partitions
+        .iter()
+        .map(|p| {
+            p.owner
+                .as_deref()
+                .expect("every partition has a live owner")
+        })
+        .collect();
+    assert_eq!(owners, group.members.iter().map(String::as_str).collect());
+    let head = *last_of_partition.values().max().unwrap();
+    let behind: Vec<Option<i64>> = group.partitions.iter().map(|p| p.behind_head).collect();
+    let expected: Vec<Option<i64>> = last_of_partition
+        .values()
+        .map(|seq| Some(head - seq))
+        .collect();
+    assert_eq!(behind, expected);
+    assert_eq!(snapshot.handlers.len(), 1);
+    assert_eq!(snapshot.handlers[0].group.as_deref(), Some("billing"));
+    assert_eq!(snapshot.handlers[0].checkpoint, None);
     for executor in &executors {
         executor.shutdown().await.unwrap();
     }

@@ -245,6 +245,9 @@ async fn status_shows_members_owners_and_positions() {
         assert_eq!(partition.checkpoint, checkpoint, "{partition:?}");
         assert_eq!(partition.behind_head, Some(40 - checkpoint.unwrap_or(0)));
     }
+    // The admin snapshot carries the same view for the groups this instance joined.
+    let snapshot = photon.admin_snapshot().await.unwrap();
+    assert_eq!(snapshot.groups, vec![status]);
     drop((a, b));
 }
 

@@ -1,11 +1,12 @@
-//! [`Photon::admin_snapshot`]: topics, handlers, checkpoints, lag and dead letters, as one
-//! serializable value.
+//! [`Photon::admin_snapshot`]: topics, handlers, checkpoints, lag, consumer groups and dead
+//! letters, as one serializable value.
 
 use std::collections::BTreeSet;
 
 use photon_core::{Result, StoragePort};
 use serde::{Deserialize, Serialize};
 
+use crate::group::GroupStatus;
 use crate::photon::Photon;
 
 /// Records counted per page when counting dead letters.
@@ -22,6 +23,11 @@ pub struct AdminSnapshot {
     pub handlers: Vec<HandlerSnapshot>,
     /// Stored dead letters per topic.
     pub dead_letters: Vec<DeadLetterCount>,
+    /// Every consumer group this instance takes part in (group handlers of its executors
+    /// and groups joined with [`Photon::group`]), sorted by group and topic: the live
+    /// members of every process, and per partition its owner, epoch, checkpoint and
+    /// distance to the head. Empty on backends whose groups do not run the lease protocol.
+    pub groups: Vec<GroupStatus>,
 }
 
 /// One topic.
@@ -48,6 +54,9 @@ pub struct HandlerSnapshot {
     pub topic: String,
     /// Key filter.
     pub key: Option<String>,
+    /// The consumer group the handler is a member of; its position is the group's, per
+    /// partition, in [`AdminSnapshot::groups`] (`checkpoint` and `lag` are then `None`).
+    pub group: Option<String>,
     /// Committed checkpoint.
     pub checkpoint: Option<i64>,
     /// `head_seq - checkpoint` (a missing checkpoint counts as 0); `None` when the port has
@@ -79,7 +88,7 @@ pub struct DeadLetterCount {
 }
 
 impl Photon {
-    /// Topics, handlers with checkpoint and lag, and dead-letter counts.
+    /// Topics, handlers with checkpoint and lag, consumer groups, and dead-letter counts.
     ///
     /// # Errors
     /// The port's storage errors while reading checkpoints, heads and dead letters.
@@ -87,21 +96,36 @@ impl Photon {
         let port = self.store().port().clone();
         let mut handlers = Vec::new();
         let mut handler_topics = BTreeSet::new();
+        let mut group_names: BTreeSet<(String, String)> =
+            self.joined_groups().into_iter().collect();
         for executor in self.executors() {
             for running in executor.running() {
                 let options = &running.options;
                 handler_topics.insert(options.topic().to_owned());
-                let checkpoint = self
-                    .checkpoint(options.durable(), options.topic(), options.topic_key())
-                    .await?;
-                let head = head_seq(port.as_ref(), options.topic(), options.topic_key()).await?;
+                let (checkpoint, lag) = match options.group_name() {
+                    Some(group) => {
+                        group_names.insert((group.to_owned(), options.topic().to_owned()));
+                        (None, None)
+                    }
+                    None => {
+                        let checkpoint = self
+                            .checkpoint(options.durable(), options.topic(), options.topic_key())
+                            .await?;
+                        let head =
+                            head_seq(port.as_ref(), options.topic(), options.topic_key()).await?;
+                        let lag =
+                            head.map(|head| (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0));
+                        (checkpoint, lag)
+                    }
+                };
                 handlers.push(HandlerSnapshot {
                     name: options.handler_name().to_owned(),
                     durable: options.durable().to_owned(),
                     topic: options.topic().to_owned(),
                     key: options.topic_key().map(str::to_owned),
+                    group: options.group_name().map(str::to_owned),
                     checkpoint,
-                    lag: head.map(|head| (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0)),
+                    lag,
                     handled: running.stats.handled(),
                     retries: running.stats.retries(),
                     dead_lettered: running.stats.dead_lettered(),
@@ -130,11 +154,21 @@ impl Photon {
                 dead_letter_topic,
             });
         }
+        let mut groups = Vec::new();
+        if let Some(coordination) = port.group_coordination() {
+            for (group, topic) in group_names {
+                groups.push(
+                    crate::group::status(coordination.as_ref(), port.as_ref(), &group, &topic)
+                        .await?,
+                );
+            }
+        }
         Ok(AdminSnapshot {
             port: port.label().to_owned(),
             topics,
             handlers,
             dead_letters,
+            groups,
         })
     }
 }
