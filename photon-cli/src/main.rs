@@ -2,14 +2,31 @@
 
 mod commands;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use commands::backend::Backend;
+use commands::output::{exit_code, Output, EXIT_CODES};
 
-/// Photon: an embeddable pub/sub runtime.
+const EXAMPLES: &str = "\
+Examples:
+  photon demo
+  export PHOTON_BACKEND=sqlite PHOTON_SQLITE_PATH=orders.db
+  photon publish orders '{\"total\": 12}' --key customer-7
+  cat orders.jsonl | photon publish orders --key-field customer
+  photon tail orders --last 20 --follow
+  photon lag billing orders
+  photon groups billing-workers orders --output json
+  photon dlq list orders
+  photon dlq replay orders --all
+  photon keygen --id k2 --ring \"$PHOTON_TRANSPORT_KEYS\"
+  photon completions bash > /etc/bash_completion.d/photon";
+
+/// Photon: an embeddable pub/sub runtime. Every command but `demo` and `keygen` works on a
+/// durable backend, chosen with --backend or PHOTON_BACKEND and configured by its
+/// PHOTON_<ADAPTER>_* variables.
 #[derive(Debug, Parser)]
-#[command(name = "photon", version, about)]
+#[command(name = "photon", version, about, long_about = None, after_help = format!("{EXAMPLES}\n\n{EXIT_CODES}"))]
 struct Cli {
-    /// Storage backend, configured by its `PHOTON_<ADAPTER>_*` variables.
+    /// Storage backend (`mem` keeps nothing after the command: only `demo` runs on it).
     #[arg(
         long,
         global = true,
@@ -18,6 +35,16 @@ struct Cli {
         env = "PHOTON_BACKEND"
     )]
     backend: Backend,
+    /// Output: `text` for people, `json` (one JSON value per line) for scripts.
+    #[arg(
+        long,
+        short = 'o',
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "PHOTON_OUTPUT"
+    )]
+    output: Output,
     #[command(subcommand)]
     command: Command,
 }
@@ -27,18 +54,30 @@ enum Command {
     /// Publishes keyed events in process, consumes them durably, drops the consumer half-way,
     /// resumes it, and shows that nothing was lost.
     Demo(commands::demo::DemoArgs),
-    /// Publishes one event.
+    /// Publishes one event, or one per line of standard input.
     Publish(commands::events::PublishArgs),
-    /// Follows a topic, printing events as JSON lines.
-    Tail(commands::events::ReadArgs),
+    /// Prints a topic's newest events; with --follow, keeps printing new ones.
+    Tail(commands::events::TailArgs),
     /// Prints a topic's history as JSON lines and exits when caught up.
-    Replay(commands::events::ReadArgs),
+    Replay(commands::events::ReplayArgs),
     /// Prints one event by id.
     Get(commands::events::GetArgs),
+    /// Shows how far a durable subscription is behind its topic's head.
+    Lag(commands::checkpoints::LagArgs),
     /// Shows or raises a durable subscription's checkpoint.
     Checkpoints(commands::checkpoints::CheckpointArgs),
     /// Shows a consumer group's members, partition owners and positions.
     Groups(commands::groups::GroupArgs),
+    /// Lists, shows and replays dead letters.
+    #[command(subcommand)]
+    Dlq(commands::dlq::DlqCommand),
+    /// Makes a new transport key for PHOTON_TRANSPORT_KEYS.
+    Keygen(commands::keygen::KeygenArgs),
+    /// Prints a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Checks that the backend answers and shows its capabilities.
     Doctor,
 }
@@ -53,21 +92,29 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let (backend, output) = (cli.backend, cli.output);
     let outcome = match cli.command {
         Command::Demo(args) => commands::demo::run(args).await,
-        Command::Publish(args) => commands::events::publish(cli.backend, args).await,
-        Command::Tail(args) => commands::events::tail(cli.backend, args).await,
-        Command::Replay(args) => commands::events::replay(cli.backend, args).await,
-        Command::Get(args) => commands::events::get(cli.backend, args).await,
-        Command::Checkpoints(args) => commands::checkpoints::run(cli.backend, args).await,
-        Command::Groups(args) => commands::groups::run(cli.backend, args).await,
-        Command::Doctor => commands::doctor::run(cli.backend).await,
+        Command::Publish(args) => commands::events::publish(backend, output, args).await,
+        Command::Tail(args) => commands::events::tail(backend, args).await,
+        Command::Replay(args) => commands::events::replay(backend, args).await,
+        Command::Get(args) => commands::events::get(backend, args).await,
+        Command::Lag(args) => commands::checkpoints::lag(backend, output, args).await,
+        Command::Checkpoints(args) => commands::checkpoints::run(backend, output, args).await,
+        Command::Groups(args) => commands::groups::run(backend, output, args).await,
+        Command::Dlq(command) => commands::dlq::run(backend, output, command).await,
+        Command::Keygen(args) => commands::keygen::run(output, args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "photon", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Doctor => commands::doctor::run(backend, output).await,
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err}");
-            std::process::ExitCode::FAILURE
+            output.error(&err);
+            std::process::ExitCode::from(exit_code(&err))
         }
     }
 }

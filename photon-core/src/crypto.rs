@@ -138,6 +138,11 @@ impl TransportCrypto {
         !self.keys.is_empty()
     }
 
+    /// Ids of the configured keys, oldest first (the last one seals).
+    pub fn key_ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.id.as_str())
+    }
+
     /// Id of the key that seals new events.
     pub fn sealing_key_id(&self) -> Option<&str> {
         self.keys.last().map(|k| k.id.as_str())

@@ -22,6 +22,17 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The durable backends this binary was built with, as `--backend` spells them.
+    fn durable_names() -> String {
+        Self::value_variants()
+            .iter()
+            .filter(|b| **b != Self::Mem)
+            .filter_map(|b| b.to_possible_value())
+            .map(|v| v.get_name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Opens the port with its environment configuration.
     ///
     /// # Errors
@@ -45,8 +56,19 @@ impl Backend {
     /// A Photon instance over this backend (keys from `PHOTON_TRANSPORT_KEYS`).
     ///
     /// # Errors
-    /// As [`Backend::open`], or a malformed key variable.
+    /// A `Config` error on the in-process backend, which would keep nothing after the
+    /// command; as [`Backend::open`], or a malformed key variable.
     pub async fn photon(self) -> Result<Photon, PhotonError> {
+        if self == Self::Mem {
+            return Err(PhotonError::config(
+                "--backend (PHOTON_BACKEND)",
+                "mem",
+                format!(
+                    "a durable backend ({}): the in-process store keeps nothing after this command; only `photon demo` runs on it",
+                    Self::durable_names()
+                ),
+            ));
+        }
         Photon::builder()
             .shared_storage_port(self.open().await?)
             .build()

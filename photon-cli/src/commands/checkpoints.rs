@@ -1,9 +1,11 @@
-//! `checkpoints`: read or move a durable subscription's checkpoint.
+//! `checkpoints` and `lag`: a durable subscription's position, and how far behind it is.
 
 use clap::Args;
-use photon::PhotonError;
+use photon::{Photon, PhotonError};
+use serde_json::json;
 
 use super::backend::Backend;
+use super::output::{show, Output};
 
 /// Which checkpoint, and optionally its new value.
 #[derive(Debug, Args)]
@@ -20,11 +22,27 @@ pub struct CheckpointArgs {
     set: Option<i64>,
 }
 
+/// Which subscription.
+#[derive(Debug, Args)]
+pub struct LagArgs {
+    /// Durable subscription name.
+    subscription: String,
+    /// Topic name.
+    topic: String,
+    /// Partition key of a keyed subscription.
+    #[arg(long)]
+    key: Option<String>,
+}
+
 /// Prints (and optionally raises) a checkpoint.
 ///
 /// # Errors
 /// The port's errors.
-pub async fn run(backend: Backend, args: CheckpointArgs) -> Result<(), PhotonError> {
+pub async fn run(
+    backend: Backend,
+    output: Output,
+    args: CheckpointArgs,
+) -> Result<(), PhotonError> {
     let photon = backend.photon().await?;
     let key = args.key.as_deref();
     if let Some(seq) = args.set {
@@ -35,12 +53,52 @@ pub async fn run(backend: Backend, args: CheckpointArgs) -> Result<(), PhotonErr
     let stored = photon
         .checkpoint(&args.subscription, &args.topic, key)
         .await?;
-    let shown = stored.map_or_else(|| "none".to_owned(), |seq| seq.to_string());
-    println!(
-        "{} {} {}: {shown}",
-        args.subscription,
-        args.topic,
-        key.unwrap_or("*")
+    output.emit(
+        &json!({"subscription": args.subscription, "topic": args.topic, "key": key, "checkpoint": stored}),
+        || format!("{} {} {}: {}", args.subscription, args.topic, key.unwrap_or("*"), show(stored)),
     );
     Ok(())
+}
+
+/// Prints a subscription's checkpoint, the topic's head and the distance between them.
+///
+/// # Errors
+/// `Unsupported` on backends that cannot tell a topic's head; the port's errors.
+pub async fn lag(backend: Backend, output: Output, args: LagArgs) -> Result<(), PhotonError> {
+    let photon = backend.photon().await?;
+    let key = args.key.as_deref();
+    let checkpoint = photon
+        .checkpoint(&args.subscription, &args.topic, key)
+        .await?;
+    let head = head(&photon, &args.topic, key).await?;
+    let lag = (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0);
+    output.emit(
+        &json!({
+            "subscription": args.subscription,
+            "topic": args.topic,
+            "key": key,
+            "checkpoint": checkpoint,
+            "head": head,
+            "lag": lag,
+        }),
+        || {
+            format!(
+                "{} on {}{}: checkpoint {}, head {}, lag {lag}",
+                args.subscription,
+                args.topic,
+                key.map(|k| format!(" (key {k})")).unwrap_or_default(),
+                show(checkpoint),
+                show(head),
+            )
+        },
+    );
+    Ok(())
+}
+
+async fn head(photon: &Photon, topic: &str, key: Option<&str>) -> Result<Option<i64>, PhotonError> {
+    let port = photon.store().port();
+    if !port.capabilities().head_seq {
+        return Err(port.unsupported("head_seq (lag)"));
+    }
+    port.head_seq(topic, key).await
 }

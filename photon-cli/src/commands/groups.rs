@@ -4,6 +4,7 @@ use clap::Args;
 use photon::PhotonError;
 
 use super::backend::Backend;
+use super::output::{show, Output};
 
 /// Which group.
 #[derive(Debug, Args)]
@@ -19,29 +20,31 @@ pub struct GroupArgs {
 ///
 /// # Errors
 /// `Unsupported` on backends whose groups do not run the lease protocol; the port's errors.
-pub async fn run(backend: Backend, args: GroupArgs) -> Result<(), PhotonError> {
+pub async fn run(backend: Backend, output: Output, args: GroupArgs) -> Result<(), PhotonError> {
     let photon = backend.photon().await?;
     let status = photon.group_status(&args.group, &args.topic).await?;
-    println!(
-        "group {} on {}: members {}",
-        status.group,
-        status.topic,
-        if status.members.is_empty() {
+    let value = serde_json::to_value(&status).map_err(|e| PhotonError::codec("group status", e))?;
+    output.emit(&value, || {
+        let members = if status.members.is_empty() {
             "none".to_owned()
         } else {
             status.members.join(", ")
-        }
-    );
-    for partition in &status.partitions {
-        let show = |value: Option<i64>| value.map_or_else(|| "none".to_owned(), |v| v.to_string());
-        println!(
-            "partition {} owner {} epoch {} checkpoint {} behind-head {}",
-            partition.partition,
-            partition.owner.as_deref().unwrap_or("none"),
-            partition.epoch,
-            show(partition.checkpoint),
-            show(partition.behind_head)
+        };
+        let mut text = format!(
+            "group {} on {}: members {members}",
+            status.group, status.topic
         );
-    }
+        for partition in &status.partitions {
+            text.push_str(&format!(
+                "\npartition {} owner {} epoch {} checkpoint {} behind-head {}",
+                partition.partition,
+                partition.owner.as_deref().unwrap_or("none"),
+                partition.epoch,
+                show(partition.checkpoint),
+                show(partition.behind_head)
+            ));
+        }
+        text
+    });
     Ok(())
 }

@@ -1,0 +1,393 @@
+//! The `photon` binary run as a user runs it, against a SQLite file: exact output, exit
+//! codes, JSON lines, standard input, dead letters, keys.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use photon::{HandlerOptions, Photon, PhotonError};
+use serde_json::{json, Value};
+
+struct Store {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn store() -> Store {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("photon.db");
+    Store { _dir: dir, path }
+}
+
+fn photon_cmd(db: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
+    command
+        .args(args)
+        .env("PHOTON_BACKEND", "sqlite")
+        .env("PHOTON_SQLITE_PATH", db)
+        .env_remove("PHOTON_OUTPUT")
+        .env_remove("PHOTON_TRANSPORT_KEYS")
+        .env_remove("PHOTON_TRANSPORT_KEY");
+    command
+}
+
+fn run(db: &Path, args: &[&str]) -> Output {
+    photon_cmd(db, args).output().unwrap()
+}
+
+fn run_with_input(db: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = photon_cmd(db, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        stdout(&output),
+        stderr(&output)
+    );
+    output
+}
+
+/// Publishes `{"n": i, "customer": "c-{i % 2}"}` for each i, keyed by customer.
+fn publish_orders(db: &Path, numbers: std::ops::Range<i64>) {
+    let lines: String = numbers
+        .map(|n| format!("{}\n", json!({"n": n, "customer": format!("c-{}", n % 2)})))
+        .collect();
+    ok(run_with_input(
+        db,
+        &["publish", "orders", "--key-field", "customer", "-o", "json"],
+        &lines,
+    ));
+}
+
+#[test]
+fn the_in_process_backend_is_refused_with_a_hint() {
+    let output = Command::new(env!("CARGO_BIN_EXE_photon"))
+        .args(["publish", "orders", "{}"])
+        .env_remove("PHOTON_BACKEND")
+        .env_remove("PHOTON_OUTPUT")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(5));
+    let message = stderr(&output);
+    assert!(message.contains("--backend (PHOTON_BACKEND)"), "{message}");
+    assert!(message.contains("sqlite"), "{message}");
+    assert!(message.contains("photon demo"), "{message}");
+    assert_eq!(stdout(&output), "");
+}
+
+#[test]
+fn publish_from_standard_input_then_replay_and_tail() {
+    let store = store();
+    let db = &store.path;
+    let published = ok(run_with_input(
+        db,
+        &["publish", "orders", "--key-field", "customer", "-o", "json"],
+        "{\"n\": 0, \"customer\": \"c-0\"}\n\n{\"n\": 1, \"customer\": \"c-1\"}\n{\"n\": 2, \"customer\": \"c-0\"}\n",
+    ));
+    let appended = json_lines(&published);
+    assert_eq!(
+        appended
+            .iter()
+            .map(|a| a["seq"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    let replayed = json_lines(&ok(run(db, &["replay", "orders"])));
+    assert_eq!(replayed.len(), 3);
+    for (n, event) in replayed.iter().enumerate() {
+        assert_eq!(event["payload"]["n"], json!(n));
+        assert_eq!(event["topic_key"], json!(format!("c-{}", n % 2)));
+        assert_eq!(event["event_id"], appended[n]["event_id"]);
+    }
+    let newest = json_lines(&ok(run(db, &["tail", "orders", "--last", "2"])));
+    assert_eq!(
+        newest
+            .iter()
+            .map(|e| e["payload"]["n"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let keyed = json_lines(&ok(run(db, &["tail", "orders", "--key", "c-0", "-n", "5"])));
+    assert_eq!(
+        keyed
+            .iter()
+            .map(|e| e["payload"]["n"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![0, 2]
+    );
+    let text = ok(run(
+        db,
+        &["publish", "orders", "{\"n\": 3}", "--key", "c-1"],
+    ));
+    assert!(
+        stdout(&text).starts_with("published seq 4 id "),
+        "{}",
+        stdout(&text)
+    );
+}
+
+#[test]
+fn a_bad_line_stops_publishing_and_says_where() {
+    let store = store();
+    let db = &store.path;
+    let output = run_with_input(
+        db,
+        &["publish", "orders"],
+        "{\"n\": 0}\n{\"n\": \n{\"n\": 2}\n",
+    );
+    assert_eq!(output.status.code(), Some(6));
+    let message = stderr(&output);
+    assert!(message.contains("line 2 is not valid JSON"), "{message}");
+    assert!(message.contains("after 1 published events"), "{message}");
+    let replayed = json_lines(&ok(run(db, &["replay", "orders"])));
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0]["payload"], json!({"n": 0}));
+    let missing = run(
+        db,
+        &["publish", "orders", "--key-field", "customer", "{\"n\": 5}"],
+    );
+    assert_eq!(missing.status.code(), Some(6));
+    assert!(stderr(&missing).contains("no string or number field \"customer\""));
+}
+
+#[test]
+fn an_unknown_event_is_not_found_in_json() {
+    let store = store();
+    let output = run(&store.path, &["get", "no-such-id", "-o", "json"]);
+    assert_eq!(output.status.code(), Some(3));
+    let error: Value = serde_json::from_str(stderr(&output).trim()).unwrap();
+    assert_eq!(error["kind"], json!("not_found"));
+    assert_eq!(error["exit_code"], json!(3));
+    assert!(error["error"].as_str().unwrap().contains("no-such-id"));
+}
+
+#[test]
+fn lag_and_checkpoints() {
+    let store = store();
+    let db = &store.path;
+    publish_orders(db, 0..5);
+    let before = json_lines(&ok(run(db, &["lag", "billing", "orders", "-o", "json"])));
+    assert_eq!(
+        before,
+        vec![
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": null, "head": 5, "lag": 5})
+        ]
+    );
+    let set = json_lines(&ok(run(
+        db,
+        &[
+            "checkpoints",
+            "billing",
+            "orders",
+            "--set",
+            "3",
+            "-o",
+            "json",
+        ],
+    )));
+    assert_eq!(set[0]["checkpoint"], json!(3));
+    let text = stdout(&ok(run(db, &["lag", "billing", "orders"])));
+    assert_eq!(text, "billing on orders: checkpoint 3, head 5, lag 2\n");
+}
+
+#[test]
+fn dead_letters_are_listed_shown_and_replayed() {
+    let store = store();
+    let db = store.path.clone();
+    publish_orders(&db, 0..4);
+    // A handler that refuses order 2 for good: one dead letter.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let port = photon::sqlite::SqliteStoragePort::builder()
+            .path(&db)
+            .build()
+            .await
+            .unwrap();
+        let photon = Photon::builder().storage_port(port).build().unwrap();
+        let executor = photon
+            .executor()
+            .handler_with(
+                HandlerOptions::new("billing", "orders"),
+                |event: photon::Event| async move {
+                    if event.payload["n"] == json!(2) {
+                        return Err(PhotonError::Handler {
+                            message: "order 2 is refused".into(),
+                            retryable: false,
+                        });
+                    }
+                    Ok(())
+                },
+            )
+            .start()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while photon.dead_letters("orders").await.unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "no dead letter stored");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        executor.shutdown().await.unwrap();
+        photon.shutdown().await.unwrap();
+    });
+    let listed = json_lines(&ok(run(&db, &["dlq", "list", "orders", "-o", "json"])));
+    assert_eq!(listed.len(), 1);
+    let letter = &listed[0];
+    assert_eq!(
+        letter["original"]["payload"],
+        json!({"n": 2, "customer": "c-0"})
+    );
+    assert_eq!(letter["original"]["seq"], json!(3));
+    assert_eq!(letter["error"], json!("handler failed: order 2 is refused"));
+    let id = letter["dead_letter_id"].as_str().unwrap();
+    let shown = json_lines(&ok(run(&db, &["dlq", "show", "orders", id, "-o", "json"])));
+    assert_eq!(&shown[0], letter);
+    let unknown = run(&db, &["dlq", "show", "orders", "nope"]);
+    assert_eq!(unknown.status.code(), Some(3));
+    let replayed = json_lines(&ok(run(
+        &db,
+        &["dlq", "replay", "orders", "--all", "-o", "json"],
+    )));
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0]["dead_letter_id"], json!(id));
+    assert_eq!(replayed[0]["seq"], json!(5));
+    let events = json_lines(&ok(run(&db, &["replay", "orders", "--after-seq", "4"])));
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["payload"], json!({"n": 2, "customer": "c-0"}));
+    assert_eq!(events[0]["topic_key"], json!("c-0"));
+}
+
+#[test]
+fn keygen_makes_a_ring_photon_accepts() {
+    let store = store();
+    let first = json_lines(&ok(run(
+        &store.path,
+        &["keygen", "--id", "k1", "-o", "json"],
+    )));
+    let ring = first[0]["PHOTON_TRANSPORT_KEYS"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(ring.starts_with("k1:"), "{ring}");
+    let rotated = stdout(&ok(run(
+        &store.path,
+        &["keygen", "--id", "k2", "--ring", &ring],
+    )));
+    let value = rotated
+        .trim()
+        .strip_prefix("PHOTON_TRANSPORT_KEYS=")
+        .unwrap();
+    let crypto = photon::TransportCrypto::parse_key_list("test", value).unwrap();
+    assert_eq!(crypto.key_ids().collect::<Vec<_>>(), vec!["k1", "k2"]);
+    assert_eq!(crypto.sealing_key_id(), Some("k2"));
+    let duplicate = run(&store.path, &["keygen", "--id", "k1", "--ring", &ring]);
+    assert_eq!(duplicate.status.code(), Some(6));
+    // Events published with the new ring are sealed and read back with it.
+    let published = photon_cmd(&store.path, &["publish", "secrets", "{\"s\": 1}"])
+        .env("PHOTON_TRANSPORT_KEYS", value)
+        .output()
+        .unwrap();
+    assert!(published.status.success(), "{}", stderr(&published));
+    let read = photon_cmd(&store.path, &["replay", "secrets"])
+        .env("PHOTON_TRANSPORT_KEYS", value)
+        .output()
+        .unwrap();
+    assert_eq!(json_lines(&read)[0]["payload"], json!({"s": 1}));
+    let without_key = ok(run(&store.path, &["replay", "secrets"]));
+    assert_eq!(stdout(&without_key), "");
+    assert!(
+        stderr(&without_key).contains("skipped"),
+        "{}",
+        stderr(&without_key)
+    );
+}
+
+#[test]
+fn tail_follow_prints_new_events() {
+    let store = store();
+    let db = &store.path;
+    publish_orders(db, 0..3);
+    let mut child = photon_cmd(db, &["tail", "orders", "--last", "1", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["payload"]["n"], json!(2));
+    publish_orders(db, 3..5);
+    let mut followed = Vec::new();
+    for _ in 0..2 {
+        let line = lines.next().unwrap().unwrap();
+        let event: Value = serde_json::from_str(&line).unwrap();
+        followed.push(event["payload"]["n"].as_i64().unwrap());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(followed, vec![3, 4]);
+}
+
+#[test]
+fn help_lists_examples_and_exit_codes_and_completions_generate() {
+    let help = Command::new(env!("CARGO_BIN_EXE_photon"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let text = stdout(&help);
+    assert!(text.contains("Examples:"), "{text}");
+    assert!(text.contains("3  not found"), "{text}");
+    let completions = Command::new(env!("CARGO_BIN_EXE_photon"))
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(completions.status.success());
+    let script = stdout(&completions);
+    assert!(
+        script.contains("_photon()"),
+        "{}",
+        &script[..script.len().min(200)]
+    );
+    assert!(script.contains("dlq"));
+}
+
+#[test]
+fn groups_show_as_json() {
+    let store = store();
+    let output = ok(run(
+        &store.path,
+        &["groups", "workers", "orders", "-o", "json"],
+    ));
+    assert_eq!(
+        json_lines(&output),
+        vec![json!({"group": "workers", "topic": "orders", "members": [], "partitions": []})]
+    );
+}
