@@ -55,7 +55,7 @@ impl Checkpoints {
 }
 
 impl NatsStoragePort {
-    async fn checkpoint_stream(&self) -> Result<Arc<stream::Stream>> {
+    pub(crate) async fn checkpoint_stream(&self) -> Result<Arc<stream::Stream>> {
         let names = &self.inner.names;
         self.inner
             .streams

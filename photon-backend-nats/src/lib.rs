@@ -55,6 +55,7 @@
 //! Delivery is at least once; after a crash a durable subscription repeats at most the
 //! events acknowledged within one checkpoint flush window.
 
+mod catalog;
 mod checkpoint;
 mod codec;
 mod config;

@@ -10,7 +10,8 @@ use futures::StreamExt;
 use photon_core::group::GroupCoordination;
 use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
-    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
+    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, StoredCheckpoint,
+    SubscribeRequest, TopicInfo,
 };
 
 use crate::checkpoint::Checkpoints;
@@ -240,6 +241,7 @@ impl StoragePort for NatsStoragePort {
             truncate: true,
             consumer_groups: true,
             head_seq: true,
+            catalog: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
                 ReplayCursor::TailOnly => ReplayWindow::TailOnly,
@@ -272,6 +274,14 @@ impl StoragePort for NatsStoragePort {
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         self.list_newest(topic, limit).await
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
+        self.topics().await
+    }
+
+    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+        self.checkpoints().await
     }
 
     async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {

@@ -97,6 +97,36 @@ impl Names {
         format!("photon.{}.ev.{}.{shard}.*", self.prefix, topic_token(topic))
     }
 
+    /// The topic and shard of one of this prefix's topic streams; `None` for its other
+    /// streams (checkpoints, groups) and for other prefixes'.
+    pub(crate) fn topic_of_stream(&self, stream: &str) -> Option<(String, u32)> {
+        let rest = stream.strip_prefix(&self.prefix)?.strip_prefix('_')?;
+        let (token, shard) = rest.rsplit_once('_')?;
+        let shard = shard.parse().ok()?;
+        Some((topic_of_token(token)?, shard))
+    }
+
+    /// The checkpoint key and shard of a checkpoint subject made by
+    /// [`Names::checkpoint_subject`].
+    pub(crate) fn checkpoint_of_subject(&self, subject: &str) -> Option<(CheckpointKey, u32)> {
+        let rest = subject
+            .strip_prefix("photon.")?
+            .strip_prefix(&self.prefix)?
+            .strip_prefix(".cp.")?;
+        let mut parts = rest.split('.');
+        let subscription = bytes_of_token(parts.next()?)?;
+        let topic = topic_of_token(parts.next()?)?;
+        let key = key_of_token(parts.next()?)?;
+        let shard = parts.next()?.parse().ok()?;
+        if parts.next().is_some() {
+            return None;
+        }
+        Some((
+            CheckpointKey::new(subscription, topic, key.as_deref()),
+            shard,
+        ))
+    }
+
     pub(crate) fn checkpoint_stream(&self) -> String {
         format!("{}_checkpoints", self.prefix)
     }
@@ -128,6 +158,40 @@ pub(crate) fn topic_token(topic: &str) -> String {
         }
     }
     token
+}
+
+/// The topic name of a subject token made by [`topic_token`]; `None` for a token it
+/// cannot have made.
+pub(crate) fn topic_of_token(token: &str) -> Option<String> {
+    let mut topic = String::with_capacity(token.len());
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '_' => match chars.next()? {
+                'd' => topic.push('.'),
+                'u' => topic.push('_'),
+                _ => return None,
+            },
+            other => topic.push(other),
+        }
+    }
+    photon_core::validate_topic_name(&topic).ok()?;
+    Some(topic)
+}
+
+/// The partition key of a key token made by [`key_token`]: `Some(None)` for the unkeyed
+/// partition, `None` for a token it cannot have made.
+pub(crate) fn key_of_token(token: &str) -> Option<Option<String>> {
+    if token == UNKEYED_TOKEN {
+        return Some(None);
+    }
+    bytes_of_token(token).map(Some)
+}
+
+/// The text of a token made by `bytes_token`.
+pub(crate) fn bytes_of_token(token: &str) -> Option<String> {
+    let bytes = URL_SAFE_NO_PAD.decode(token.strip_prefix('k')?).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The subject token of a partition key.
@@ -338,6 +402,32 @@ mod tests {
                 "{token}"
             );
         }
+    }
+
+    #[test]
+    fn stream_names_and_checkpoint_subjects_map_back() {
+        let names = Names::new("photon", 4);
+        for topic in ["a.b", "a-b", "a_b", "a_db", "orders.dlq", "x1"] {
+            for shard in [0, 3] {
+                let stream = names.stream_name(topic, shard);
+                assert_eq!(
+                    names.topic_of_stream(&stream),
+                    Some((topic.to_owned(), shard))
+                );
+            }
+            for key in [None, Some("k.1"), Some("東京"), Some("")] {
+                let checkpoint = CheckpointKey::new("billing.v2", topic, key);
+                let subject = names.checkpoint_subject(&checkpoint, 2);
+                assert_eq!(names.checkpoint_of_subject(&subject), Some((checkpoint, 2)));
+            }
+        }
+        assert_eq!(names.topic_of_stream(&names.checkpoint_stream()), None);
+        assert_eq!(names.topic_of_stream("photon_groups"), None);
+        assert_eq!(names.topic_of_stream("photon_x_oa_0"), None);
+        assert_eq!(
+            Names::new("photon_x", 1).topic_of_stream("photon_orders_0"),
+            None
+        );
     }
 
     #[test]

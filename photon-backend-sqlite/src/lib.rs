@@ -38,6 +38,7 @@
 //! Configuration: [`SqliteStoragePortBuilder`], falling back to the `PHOTON_SQLITE_*`
 //! variables, then to defaults.
 
+mod catalog;
 mod checkpoint;
 mod config;
 mod consumer;

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use photon_core::group::GroupCoordination;
 use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
-    RecordStream, Result, StorageCapabilities, StoragePort, SubscribeRequest,
+    RecordStream, Result, StorageCapabilities, StoragePort, StoredCheckpoint, SubscribeRequest,
+    TopicInfo,
 };
 
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
@@ -156,6 +157,7 @@ impl StoragePort for SqliteStoragePort {
             truncate: true,
             consumer_groups: true,
             head_seq: true,
+            catalog: true,
             durable: true,
             max_payload_bytes: self.inner.config.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -185,6 +187,14 @@ impl StoragePort for SqliteStoragePort {
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         self.newest(topic, limit).await
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
+        self.topics().await
+    }
+
+    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+        self.checkpoints().await
     }
 
     async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {

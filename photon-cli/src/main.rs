@@ -13,6 +13,8 @@ Examples:
   photon publish orders '{\"total\": 12}' --key customer-7
   cat orders.jsonl | photon publish orders --key-field customer
   photon tail orders --last 20 --follow
+  photon topics
+  photon lag
   photon lag billing orders
   photon groups billing-workers orders --output json
   photon dlq list orders
@@ -62,7 +64,9 @@ enum Command {
     Replay(commands::events::ReplayArgs),
     /// Prints one event by id.
     Get(commands::events::GetArgs),
-    /// Shows how far a durable subscription is behind its topic's head.
+    /// Lists the topics the backend holds, with head, size and shards.
+    Topics,
+    /// Shows how far durable subscriptions are behind their topics' heads.
     Lag(commands::checkpoints::LagArgs),
     /// Shows or raises a durable subscription's checkpoint.
     Checkpoints(commands::checkpoints::CheckpointArgs),
@@ -99,6 +103,7 @@ async fn main() -> std::process::ExitCode {
         Command::Tail(args) => commands::events::tail(backend, args).await,
         Command::Replay(args) => commands::events::replay(backend, args).await,
         Command::Get(args) => commands::events::get(backend, args).await,
+        Command::Topics => commands::topics::run(backend, output).await,
         Command::Lag(args) => commands::checkpoints::lag(backend, output, args).await,
         Command::Checkpoints(args) => commands::checkpoints::run(backend, output, args).await,
         Command::Groups(args) => commands::groups::run(backend, output, args).await,

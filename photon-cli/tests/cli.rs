@@ -219,6 +219,44 @@ fn lag_and_checkpoints() {
     assert_eq!(set[0]["checkpoint"], json!(3));
     let text = stdout(&ok(run(db, &["lag", "billing", "orders"])));
     assert_eq!(text, "billing on orders: checkpoint 3, head 5, lag 2\n");
+    ok(run(
+        db,
+        &[
+            "checkpoints",
+            "audit",
+            "orders",
+            "--key",
+            "c-1",
+            "--set",
+            "2",
+        ],
+    ));
+    let all = stdout(&ok(run(db, &["lag"])));
+    assert_eq!(
+        all,
+        "audit on orders (key c-1): checkpoint 2, head 4, lag 2\nbilling on orders: checkpoint 3, head 5, lag 2\n"
+    );
+}
+
+#[test]
+fn topics_are_listed_with_head_and_count() {
+    let store = store();
+    let db = &store.path;
+    publish_orders(db, 0..3);
+    ok(run(db, &["publish", "audit", "{}"]));
+    let listed = json_lines(&ok(run(db, &["topics", "-o", "json"])));
+    assert_eq!(
+        listed,
+        vec![
+            json!({"name": "audit", "head_seq": 1, "events": 1, "bytes": null, "shards": 1}),
+            json!({"name": "orders", "head_seq": 3, "events": 3, "bytes": null, "shards": 1}),
+        ]
+    );
+    let text = stdout(&ok(run(db, &["topics"])));
+    assert_eq!(
+        text,
+        "audit head 1 events 1 bytes - shards 1\norders head 3 events 3 bytes - shards 1\n"
+    );
 }
 
 #[test]

@@ -25,6 +25,8 @@ pub struct StorageCapabilities {
     pub consumer_groups: bool,
     /// `head_seq` works (used for lag).
     pub head_seq: bool,
+    /// `list_topics` and `list_checkpoints` work.
+    pub catalog: bool,
     /// Replay reach.
     pub replay: ReplayWindow,
     /// Events survive a process restart.
@@ -44,6 +46,7 @@ impl Default for StorageCapabilities {
             truncate: false,
             consumer_groups: false,
             head_seq: false,
+            catalog: false,
             replay: ReplayWindow::Full,
             durable: false,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,

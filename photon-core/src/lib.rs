@@ -31,7 +31,7 @@ pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
 pub use group::{GroupCoordination, GroupDispatchers, GroupMembership, GroupOptions, GroupScope};
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
-    StoragePort, SubscribeRequest,
+    StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,
 };
 pub use progress::Progress;
 pub use store::{EventStore, EventStream, StartPolicy, Unopened};

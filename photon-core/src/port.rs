@@ -31,6 +31,34 @@ pub enum StartAt {
     Tail,
 }
 
+/// A stored topic, as [`StoragePort::list_topics`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TopicInfo {
+    /// Topic name.
+    pub name: String,
+    /// Highest stored seq, `None` when empty.
+    pub head_seq: Option<i64>,
+    /// Events stored now (after retention), when the port can tell.
+    pub events: Option<u64>,
+    /// Bytes stored for the topic, when the port can tell.
+    pub bytes: Option<u64>,
+    /// Broker streams (shards) the topic is spread over; 1 on stores without shards.
+    pub shards: u32,
+}
+
+/// A stored checkpoint, as [`StoragePort::list_checkpoints`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StoredCheckpoint {
+    /// Whose checkpoint.
+    pub subscription: String,
+    /// Topic.
+    pub topic: String,
+    /// Key filter, `None` for the whole topic.
+    pub key: Option<String>,
+    /// The committed seq, as [`StoragePort::load_checkpoint`] returns it.
+    pub seq: i64,
+}
+
 /// Identity of a checkpoint: one per subscription name, topic and key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CheckpointKey {
@@ -210,6 +238,28 @@ pub trait StoragePort: Send + Sync + 'static {
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         let _ = (topic, limit);
         Err(self.unsupported("list_recent"))
+    }
+
+    /// Every topic the store holds (dead-letter topics included, Photon's own bookkeeping
+    /// excluded), sorted by name.
+    ///
+    /// - Requires capability `catalog`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability; storage errors.
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
+        Err(self.unsupported("list_topics"))
+    }
+
+    /// Every durable subscription's stored checkpoint (consumer groups excluded), sorted by
+    /// subscription, topic and key.
+    ///
+    /// - Requires capability `catalog`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability; storage errors.
+    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+        Err(self.unsupported("list_checkpoints"))
     }
 
     /// The highest seq stored for a topic (and key), `None` when empty.

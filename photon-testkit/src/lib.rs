@@ -37,7 +37,7 @@ macro_rules! conformance_tests {
             round_trip, live_delivery, concurrent_publishers, many_topics, topic_isolation,
             key_filter, per_key_order, late_subscriber, payload_shapes, limits_refused,
             after_seq_exact, checkpoint_monotonic, checkpoint_isolation, durable_resume,
-            durable_resume_on_drop, resume_without_checkpoint, sharded_resume_loses_nothing, get_event, listing, truncate,
+            durable_resume_on_drop, resume_without_checkpoint, sharded_resume_loses_nothing, get_event, listing, catalog, truncate,
             sealed_at_rest, wrong_key_continues, tampered_records_refused, key_rotation,
             concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
             groups_share_work, group_member_leaves, group_resumes_after_restart,

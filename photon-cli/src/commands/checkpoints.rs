@@ -22,13 +22,14 @@ pub struct CheckpointArgs {
     set: Option<i64>,
 }
 
-/// Which subscription.
+/// Which subscription (all of them when left out).
 #[derive(Debug, Args)]
 pub struct LagArgs {
     /// Durable subscription name.
-    subscription: String,
+    #[arg(requires = "topic")]
+    subscription: Option<String>,
     /// Topic name.
-    topic: String,
+    topic: Option<String>,
     /// Partition key of a keyed subscription.
     #[arg(long)]
     key: Option<String>,
@@ -60,38 +61,62 @@ pub async fn run(
     Ok(())
 }
 
-/// Prints a subscription's checkpoint, the topic's head and the distance between them.
+/// Prints a subscription's checkpoint, the topic's head and the distance between them;
+/// without a subscription, one line per stored durable checkpoint.
 ///
 /// # Errors
-/// `Unsupported` on backends that cannot tell a topic's head; the port's errors.
+/// `Unsupported` on backends that cannot tell a topic's head (or, without a subscription,
+/// cannot list checkpoints); the port's errors.
 pub async fn lag(backend: Backend, output: Output, args: LagArgs) -> Result<(), PhotonError> {
     let photon = backend.photon().await?;
-    let key = args.key.as_deref();
-    let checkpoint = photon
-        .checkpoint(&args.subscription, &args.topic, key)
-        .await?;
-    let head = head(&photon, &args.topic, key).await?;
-    let lag = (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0);
-    output.emit(
-        &json!({
-            "subscription": args.subscription,
-            "topic": args.topic,
-            "key": key,
-            "checkpoint": checkpoint,
-            "head": head,
-            "lag": lag,
-        }),
-        || {
-            format!(
-                "{} on {}{}: checkpoint {}, head {}, lag {lag}",
-                args.subscription,
-                args.topic,
-                key.map(|k| format!(" (key {k})")).unwrap_or_default(),
-                show(checkpoint),
-                show(head),
-            )
-        },
-    );
+    let subscriptions = match (args.subscription, args.topic) {
+        (Some(subscription), Some(topic)) => {
+            let checkpoint = photon
+                .checkpoint(&subscription, &topic, args.key.as_deref())
+                .await?;
+            vec![(subscription, topic, args.key, checkpoint)]
+        }
+        _ => photon
+            .store()
+            .port()
+            .list_checkpoints()
+            .await?
+            .into_iter()
+            .filter(|stored| args.key.is_none() || stored.key == args.key)
+            .map(|stored| {
+                (
+                    stored.subscription,
+                    stored.topic,
+                    stored.key,
+                    Some(stored.seq),
+                )
+            })
+            .collect(),
+    };
+    for (subscription, topic, key, checkpoint) in subscriptions {
+        let head = head(&photon, &topic, key.as_deref()).await?;
+        let lag = (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0);
+        output.emit(
+            &json!({
+                "subscription": subscription,
+                "topic": topic,
+                "key": key,
+                "checkpoint": checkpoint,
+                "head": head,
+                "lag": lag,
+            }),
+            || {
+                format!(
+                    "{subscription} on {topic}{}: checkpoint {}, head {}, lag {lag}",
+                    key.as_deref()
+                        .map(|k| format!(" (key {k})"))
+                        .unwrap_or_default(),
+                    show(checkpoint),
+                    show(head),
+                )
+            },
+        );
+    }
     Ok(())
 }
 

@@ -9,3 +9,4 @@ pub mod events;
 pub mod groups;
 pub mod keygen;
 pub mod output;
+pub mod topics;

@@ -3,6 +3,7 @@
 //! Seq is per topic (so strictly increasing per key too), starting at 1. Appends are
 //! delivered to live subscribers at once.
 
+mod catalog;
 mod checkpoint;
 mod consumer;
 mod group;

@@ -10,7 +10,8 @@ use crate::error::Result;
 use crate::event::{Appended, Record, RecordDraft};
 use crate::group::GroupCoordination;
 use crate::port::{
-    CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, SubscribeRequest,
+    CheckpointKey, DeliveryStream, GroupRequest, RecordStream, StoragePort, StoredCheckpoint,
+    SubscribeRequest, TopicInfo,
 };
 
 /// In-process storage: the default port, for development and tests.
@@ -83,6 +84,7 @@ impl StoragePort for MemStoragePort {
             truncate: true,
             consumer_groups: true,
             head_seq: true,
+            catalog: true,
             durable: false,
             max_payload_bytes: self.shared.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -115,6 +117,14 @@ impl StoragePort for MemStoragePort {
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         Ok(self.newest(topic, limit))
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
+        Ok(self.topics())
+    }
+
+    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+        Ok(self.checkpoints())
     }
 
     async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {

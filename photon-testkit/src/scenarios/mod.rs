@@ -51,6 +51,7 @@ catalogue!(
     replay::gap_after_truncate,
     queries::get_event,
     queries::listing,
+    queries::catalog,
     queries::truncate,
     security::sealed_at_rest,
     security::wrong_key_continues,

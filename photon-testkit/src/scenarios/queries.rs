@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use photon_core::StartAt;
+use photon_core::{CheckpointKey, PhotonError, StartAt, StoredCheckpoint};
 use serde_json::json;
 
 use super::ok;
@@ -110,6 +110,104 @@ pub async fn listing(ctx: Context) {
             None
         );
     }
+}
+
+/// `list_topics` names every topic with its head and event count, dead-letter topics
+/// included; `list_checkpoints` lists every durable checkpoint as `load_checkpoint` reads
+/// it. A port without the `catalog` capability refuses both with `Unsupported`.
+pub async fn catalog(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    if !port.capabilities().catalog {
+        for refused in [
+            port.list_topics().await.map(|_| ()),
+            port.list_checkpoints().await.map(|_| ()),
+        ] {
+            assert!(
+                matches!(refused, Err(PhotonError::Unsupported { .. })),
+                "{refused:?}"
+            );
+        }
+        return;
+    }
+    let (orders, audit) = (ctx.topic("orders"), ctx.topic("audit"));
+    let dead_letters = format!("{orders}.dlq");
+    let mut seqs: Vec<i64> = Vec::new();
+    for key in [Some("k1"), Some("k2"), None] {
+        seqs.push(
+            store
+                .publish(&orders, key, json!(null), json!({}))
+                .await
+                .unwrap()
+                .seq,
+        );
+    }
+    for _ in 0..2 {
+        store
+            .publish(&audit, Some("a"), json!(null), json!({}))
+            .await
+            .unwrap();
+    }
+    store
+        .publish(&dead_letters, None, json!(null), json!({}))
+        .await
+        .unwrap();
+    let reopened = ctx.store().await;
+    let port = reopened.port().clone();
+    let ours = ctx.topic("");
+    let topics: Vec<_> = port
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.name.starts_with(&ours))
+        .collect();
+    let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![audit.as_str(), orders.as_str(), dead_letters.as_str()]
+    );
+    for (topic, events) in topics.iter().zip([2, 3, 1]) {
+        assert_eq!(
+            topic.head_seq,
+            port.head_seq(&topic.name, None).await.unwrap(),
+            "{topic:?}"
+        );
+        assert!(topic.head_seq.is_some(), "{topic:?}");
+        if let Some(stored) = topic.events {
+            assert_eq!(stored, events, "{topic:?}");
+        }
+        assert!(topic.shards >= 1, "{topic:?}");
+    }
+    let keys = [
+        CheckpointKey::new(ctx.subscription("billing"), &orders, None),
+        CheckpointKey::new(ctx.subscription("billing"), &orders, Some("k1")),
+        CheckpointKey::new(ctx.subscription("audit"), &audit, None),
+    ];
+    for (key, seq) in keys.iter().zip([seqs[1], seqs[0], seqs[2]]) {
+        port.commit_checkpoint(key, seq).await.unwrap();
+    }
+    let ours = ctx.subscription("");
+    let listed: Vec<StoredCheckpoint> = port
+        .list_checkpoints()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.subscription.starts_with(&ours))
+        .collect();
+    let mut expected = Vec::new();
+    for key in &keys {
+        expected.push(StoredCheckpoint {
+            subscription: key.subscription.clone(),
+            topic: key.topic.clone(),
+            key: key.key.clone(),
+            seq: port.load_checkpoint(key).await.unwrap().unwrap(),
+        });
+    }
+    expected.sort_by(|a, b| {
+        (&a.subscription, &a.topic, &a.key).cmp(&(&b.subscription, &b.topic, &b.key))
+    });
+    assert_eq!(listed, expected);
 }
 
 /// Records below the bound are gone; the rest stay intact with their seqs.

@@ -1,0 +1,109 @@
+//! The `photon` binary against the NATS server at 127.0.0.1:4222, under a prefix of its
+//! own: topics, lag and dead-letter listing read what the server holds.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
+    command
+        .args(args)
+        .env("PHOTON_BACKEND", "nats")
+        .env("PHOTON_NATS_URL", "nats://127.0.0.1:4222")
+        .env("PHOTON_NATS_STREAM_PREFIX", prefix)
+        .env_remove("PHOTON_NATS_STREAM_SHARDS")
+        .env_remove("PHOTON_OUTPUT")
+        .env_remove("PHOTON_TRANSPORT_KEYS")
+        .env_remove("PHOTON_TRANSPORT_KEY");
+    command
+}
+
+fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn topics_and_lag_on_nats() {
+    if std::net::TcpStream::connect("127.0.0.1:4222").is_err() {
+        photon_testkit::skip_or_fail("nats", "no server at 127.0.0.1:4222");
+        return;
+    }
+    let prefix = format!("cli{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
+    let mut child = photon_cmd(
+        &prefix,
+        &["publish", "orders", "--key-field", "c", "-o", "json"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n")
+        .unwrap();
+    let published = json_lines(&ok(child.wait_with_output().unwrap()));
+    let seqs: Vec<i64> = published
+        .iter()
+        .map(|p| p["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs.len(), 3);
+    let topics = json_lines(&ok(photon_cmd(&prefix, &["topics", "-o", "json"])
+        .output()
+        .unwrap()));
+    assert_eq!(topics.len(), 1, "{topics:?}");
+    assert_eq!(topics[0]["name"], json!("orders"));
+    assert_eq!(topics[0]["head_seq"], json!(seqs[2]));
+    assert_eq!(topics[0]["events"], json!(3));
+    assert_eq!(topics[0]["shards"], json!(1));
+    assert!(topics[0]["bytes"].as_u64().unwrap() > 0, "{topics:?}");
+    let set = seqs[0].to_string();
+    ok(photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--set", &set],
+    )
+    .output()
+    .unwrap());
+    let lag = json_lines(&ok(photon_cmd(&prefix, &["lag", "-o", "json"])
+        .output()
+        .unwrap()));
+    assert_eq!(
+        lag,
+        vec![json!({
+            "subscription": "billing",
+            "topic": "orders",
+            "key": null,
+            "checkpoint": seqs[0],
+            "head": seqs[2],
+            "lag": seqs[2] - seqs[0],
+        })]
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let port = photon::nats::NatsStoragePortBuilder::new()
+            .url("nats://127.0.0.1:4222")
+            .stream_prefix(&prefix)
+            .build()
+            .await
+            .unwrap();
+        port.delete_all_streams().await.unwrap();
+    });
+}
