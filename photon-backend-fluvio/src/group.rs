@@ -96,6 +96,8 @@ pub(crate) struct GroupLog {
     waiters: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
     /// The offset of the next record to apply.
     applied: watch::Sender<i64>,
+    /// Leases won by calls through this instance: (owner, epoch) by scope and partition.
+    acquired: Mutex<HashMap<(GroupScope, u32), (String, u64)>>,
     /// Set once the topic exists and the reader runs.
     started: OnceCell<()>,
 }
@@ -106,6 +108,7 @@ impl Default for GroupLog {
             machine: Mutex::default(),
             waiters: Mutex::default(),
             applied: watch::Sender::new(0),
+            acquired: Mutex::default(),
             started: OnceCell::new(),
         }
     }
@@ -318,7 +321,13 @@ impl GroupCoordination for FluvioCoordination {
             ttl_ms: ms(ttl),
         };
         match self.call(scope, op).await? {
-            Outcome::Acquired(epoch) => Ok(epoch),
+            Outcome::Acquired(epoch) => {
+                if let Some(epoch) = epoch {
+                    lock(&self.log().acquired)
+                        .insert((scope.clone(), partition), (owner.to_owned(), epoch));
+                }
+                Ok(epoch)
+            }
             other => Err(Self::unexpected(&other)),
         }
     }
@@ -343,6 +352,44 @@ impl GroupCoordination for FluvioCoordination {
         }
     }
 
+    async fn renew_many(
+        &self,
+        scope: &GroupScope,
+        owner: &str,
+        leases: &[(u32, u64)],
+        ttl: Duration,
+    ) -> Vec<Result<bool>> {
+        // One command for all: one round trip per heartbeat instead of one per partition.
+        let op = Op::RenewMany {
+            owner: owner.to_owned(),
+            leases: leases.to_vec(),
+            ttl_ms: ms(ttl),
+        };
+        match self.call(scope, op).await {
+            Ok(Outcome::RenewedMany(renewed)) if renewed.len() == leases.len() => {
+                renewed.into_iter().map(Ok).collect()
+            }
+            Ok(other) => leases
+                .iter()
+                .map(|_| Err(Self::unexpected(&other)))
+                .collect(),
+            Err(err) => {
+                // One command failed for all of them, each gets its own copy of why.
+                let message = err.to_string();
+                leases
+                    .iter()
+                    .map(|_| {
+                        Err(PhotonError::Unavailable {
+                            backend: "fluvio",
+                            message: message.clone(),
+                            source: None,
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
     async fn release(
         &self,
         scope: &GroupScope,
@@ -359,6 +406,22 @@ impl GroupCoordination for FluvioCoordination {
     }
 
     async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>> {
+        // Right after a lease won here (a member taking a partition), the applied state
+        // already holds every commit that can matter: commits before the acquire are
+        // applied, and after it only the holder (a caller of this instance, whose commits
+        // return once applied) can commit while the lease is live. A later owner would
+        // fence the holder anyway; a stale value could only be lower (more repeats, never
+        // a skip). Otherwise the log is read to its end first.
+        let held_here = lock(&self.log().acquired)
+            .get(&(scope.clone(), partition))
+            .cloned();
+        if let Some((owner, epoch)) = held_here {
+            let now = self.read_now();
+            let machine = lock(&self.log().machine);
+            if machine.held_by(scope, partition, &owner, epoch, now) {
+                return Ok(machine.checkpoint(scope, partition));
+            }
+        }
         self.catch_up().await?;
         Ok(lock(&self.log().machine).checkpoint(scope, partition))
     }

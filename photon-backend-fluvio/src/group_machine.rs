@@ -60,6 +60,12 @@ pub(crate) enum Op {
         epoch: u64,
         ttl_ms: i64,
     },
+    /// One heartbeat's renewals: each `(partition, epoch)` as [`Op::Renew`].
+    RenewMany {
+        owner: String,
+        leases: Vec<(u32, u64)>,
+        ttl_ms: i64,
+    },
     /// Give a lease held at `epoch` back.
     Release {
         partition: u32,
@@ -86,6 +92,8 @@ pub(crate) enum Outcome {
     Acquired(Option<u64>),
     /// Whether the lease was still held and live.
     Renewed(bool),
+    /// Per lease of an [`Op::RenewMany`], in its order.
+    RenewedMany(Vec<bool>),
     /// Whether the commit was made (`false`: fenced).
     Committed(bool),
 }
@@ -137,6 +145,24 @@ impl GroupState {
         members.sort();
         members.dedup();
         members
+    }
+}
+
+/// Extends a live lease held by `owner` at `epoch`; whether it was.
+fn renew(
+    state: &mut GroupState,
+    partition: u32,
+    owner: &str,
+    epoch: u64,
+    now_ms: i64,
+    ttl_ms: i64,
+) -> bool {
+    match state.leases.get_mut(&partition) {
+        Some(lease) if lease.held_by(owner, epoch, now_ms) => {
+            lease.expires_ms = now_ms.saturating_add(ttl_ms);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -202,13 +228,17 @@ impl Machine {
                 owner,
                 epoch,
                 ttl_ms,
-            } => match state.leases.get_mut(partition) {
-                Some(lease) if lease.held_by(owner, *epoch, now) => {
-                    lease.expires_ms = now.saturating_add(*ttl_ms);
-                    Outcome::Renewed(true)
-                }
-                _ => Outcome::Renewed(false),
-            },
+            } => Outcome::Renewed(renew(state, *partition, owner, *epoch, now, *ttl_ms)),
+            Op::RenewMany {
+                owner,
+                leases,
+                ttl_ms,
+            } => Outcome::RenewedMany(
+                leases
+                    .iter()
+                    .map(|(partition, epoch)| renew(state, *partition, owner, *epoch, now, *ttl_ms))
+                    .collect(),
+            ),
             Op::Release {
                 partition,
                 owner,
@@ -237,6 +267,21 @@ impl Machine {
                 _ => Outcome::Committed(false),
             },
         }
+    }
+
+    /// Whether `owner` holds the partition's lease at `epoch`, live at `now_ms`.
+    pub(crate) fn held_by(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        now_ms: i64,
+    ) -> bool {
+        self.groups
+            .get(scope)
+            .and_then(|state| state.leases.get(&partition))
+            .is_some_and(|lease| lease.held_by(owner, epoch, now_ms))
     }
 
     /// The live members of a scope at `now_ms`.
@@ -461,6 +506,50 @@ mod tests {
                 partitions: 8
             }]
         );
+    }
+
+    #[test]
+    fn a_batch_renews_each_lease_it_still_holds() {
+        let mut machine = Machine::default();
+        let take = |at_ms, partition, owner: &str| {
+            command(
+                at_ms,
+                Op::Acquire {
+                    partition,
+                    owner: owner.into(),
+                    ttl_ms: 1000,
+                },
+            )
+        };
+        assert_eq!(
+            machine.apply(&take(1000, 0, "a")),
+            Outcome::Acquired(Some(1))
+        );
+        assert_eq!(
+            machine.apply(&take(1000, 1, "a")),
+            Outcome::Acquired(Some(1))
+        );
+        assert_eq!(
+            machine.apply(&take(1000, 2, "b")),
+            Outcome::Acquired(Some(1))
+        );
+        let batch = command(
+            1500,
+            Op::RenewMany {
+                owner: "a".into(),
+                leases: vec![(0, 1), (1, 2), (2, 1), (3, 1)],
+                ttl_ms: 1000,
+            },
+        );
+        assert_eq!(
+            machine.apply(&batch),
+            Outcome::RenewedMany(vec![true, false, false, false])
+        );
+        let leases = machine.leases(&GroupScope::new("g", "t"), 2100);
+        let live: Vec<(u32, bool)> = leases.iter().map(|l| (l.partition, l.live)).collect();
+        assert_eq!(live, vec![(0, true), (1, false), (2, false)]);
+        let json = serde_json::to_vec(&batch).unwrap();
+        assert_eq!(serde_json::from_slice::<Command>(&json).unwrap(), batch);
     }
 
     #[test]
