@@ -3,9 +3,10 @@
 //! Puts Photon topics and checkpoints on a Fluvio cluster behind the shared storage
 //! contract: keyed partitions keep their order, durable subscriptions resume from
 //! checkpoints stored in Fluvio, and a topic can be spread over several Fluvio topics
-//! (shards). Consumer groups do not span processes on this port yet:
-//! `capabilities().consumer_groups` is `false`, and `subscribe_group` shares events only
-//! among members joined through one port instance. Turn it on with the `fluvio` feature of the `photon` facade.
+//! (shards). Consumer groups span processes and hosts: `subscribe_group` and
+//! `group_coordination` run Photon's group protocol over a command log on the cluster
+//! (see [Consumer groups](#consumer-groups-fluvio)). Turn it on with the `fluvio` feature of
+//! the `photon` facade.
 //!
 //! Settings: [`FluvioConfig`] holds them resolved; [`FluvioStoragePortBuilder`] sets them,
 //! and its docs list each environment fallback and default.
@@ -48,6 +49,21 @@
 //!   has none): resuming every shard after it repeats events, never skips one. Durable
 //!   subscriptions resume each shard from its own position.
 //!
+//! # Consumer groups (Fluvio)
+//!
+//! - Leases, heartbeats and partition checkpoints are decided by commands appended to the
+//!   one-partition topic `{prefix}-checkpoints-groups`; every port instance replays it from
+//!   the beginning with one reader task and applies it with the same deterministic state
+//!   machine, so all instances agree on each lease's owner and epoch. A call returns once
+//!   its own command is applied; a commit under a lease that expired or moved at the
+//!   command's position is refused with `PhotonError::Fenced`. A call not applied within
+//!   10 s fails with `PhotonError::Unavailable` naming the topic.
+//! - Expiries use the log clock (the largest writer wall-clock time seen in the log): hosts'
+//!   clocks must agree well within a fifth of the lease (the members' safety margin).
+//! - Partitions are key-hash buckets (`GroupOptions::partitions`), also on sharded topics.
+//! - The log is not compacted and its topic keeps every record: each heartbeat period adds
+//!   a few records per member, and a port replays them all the first time it uses a group.
+//!
 //! # Connections and failures
 //!
 //! - Each port holds two connections: one for producers, admin and checkpoints, one for
@@ -70,8 +86,8 @@
 //! # Entry points
 //!
 //! - [`FluvioStoragePortBuilder`] → [`FluvioStoragePort`] (a `photon_core::StoragePort`).
-//! - [`durable_consumer_name`] and [`consumer_group_for`]: the Fluvio ids of durable
-//!   subscriptions and groups.
+//! - [`durable_consumer_name`] and [`consumer_group_for`]: Fluvio-safe ids of durable
+//!   subscriptions and of a group on a topic.
 //! - [`fluvio_endpoint_from_env`]: the endpoint tests and tools connect to.
 
 mod checkpoint;
@@ -81,6 +97,8 @@ mod connection;
 mod consumer;
 mod dedup;
 mod fetch;
+mod group;
+mod group_machine;
 mod layout;
 mod port;
 mod publish;

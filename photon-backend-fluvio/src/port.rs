@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use fluvio::Fluvio;
 use photon_core::{
-    Appended, CheckpointKey, DeliveryStream, GroupDispatchers, GroupRequest, Record, RecordDraft,
+    Appended, CheckpointKey, DeliveryStream, GroupCoordination, GroupRequest, Record, RecordDraft,
     RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
@@ -17,12 +17,12 @@ use crate::config::{FluvioConfig, ReplayCursor};
 use crate::connection::{Connection, Role};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
+use crate::group::GroupLog;
 use crate::layout::Layouts;
 use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
 use crate::stream_shard::{seq_of, shard_of_seq};
 use crate::topic::{
-    checkpoints_topic_name, consumer_group_for, ensure_topic, fluvio_topic_name,
-    snapshot_topic_name, Topics,
+    checkpoints_topic_name, ensure_topic, fluvio_topic_name, snapshot_topic_name, Topics,
 };
 
 /// Fluvio-backed storage port.
@@ -31,8 +31,8 @@ use crate::topic::{
 /// subscriptions), producers and checkpoint state. Build it with
 /// [`FluvioStoragePortBuilder`](crate::FluvioStoragePortBuilder).
 ///
-/// Capabilities: `get_event`, consumer groups (Photon's in-process dispatcher over the
-/// topic stream, its position stored as a checkpoint), durable, replay within retention
+/// Capabilities: `get_event`, consumer groups across processes (the group protocol over a
+/// coordination log on the cluster, see [`crate::group`]), durable, replay within retention
 /// (or tail only), bodies up to 1 MiB. No listing, truncation or `head_seq`.
 #[derive(Clone)]
 pub struct FluvioStoragePort {
@@ -51,7 +51,8 @@ pub(crate) struct Inner {
     pub(crate) acks: AckWatch,
     pub(crate) checkpoints: Checkpoints,
     pub(crate) layouts: Layouts,
-    groups: GroupDispatchers,
+    /// The applied coordination log of this instance's groups.
+    pub(crate) groups: Arc<GroupLog>,
     mirror: mpsc::UnboundedSender<(CheckpointKey, i64)>,
 }
 
@@ -100,7 +101,7 @@ impl FluvioStoragePort {
             acks: AckWatch::default(),
             checkpoints: Checkpoints::default(),
             layouts: Layouts::default(),
-            groups: GroupDispatchers::default(),
+            groups: Arc::default(),
             mirror,
         });
         tokio::spawn(mirror_consumer_offsets(Arc::downgrade(&inner), updates));
@@ -169,9 +170,7 @@ impl StoragePort for FluvioStoragePort {
     fn capabilities(&self) -> StorageCapabilities {
         StorageCapabilities {
             get_event: true,
-            // `subscribe_group` dispatches within this port instance only: members in two
-            // processes would each receive every event, so groups are not claimed.
-            consumer_groups: false,
+            consumer_groups: true,
             durable: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
@@ -231,16 +230,11 @@ impl StoragePort for FluvioStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        let port = self.clone();
-        let request = GroupRequest {
-            group: consumer_group_for(&request.group, &request.topic),
-            ..request
-        };
-        self.inner
-            .groups
-            .join(request, Arc::new(self.clone()), move |subscription| {
-                port.open_subscription(subscription)
-            })
+        self.join_group(request)
+    }
+
+    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
+        Some(self.coordination())
     }
 
     async fn flush(&self) -> Result<()> {

@@ -241,7 +241,7 @@ impl FluvioStoragePort {
 
     /// After a failed send or ack: clears the producer's error, forgets it and replaces
     /// its client, so that the caller's retry reaches the cluster as it is now.
-    async fn drop_producer(&self, open: &OpenProducer, name: &str) {
+    pub(crate) async fn drop_producer(&self, open: &OpenProducer, name: &str) {
         open.producer.clear_errors().await;
         self.inner.topics.forget(name);
         self.inner.reconnect(&open.client).await;

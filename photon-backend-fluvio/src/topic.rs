@@ -125,6 +125,13 @@ pub fn snapshot_topic_name(prefix: &str) -> String {
     format!("{prefix}-checkpoints-snapshot")
 }
 
+/// The Fluvio topic of the consumer groups' coordination log:
+/// `{prefix}-checkpoints-groups` (no Photon topic maps to a name starting with
+/// `{prefix}-checkpoints`).
+pub fn groups_topic_name(prefix: &str) -> String {
+    format!("{prefix}-checkpoints-groups")
+}
+
 /// Build a Fluvio-safe durable consumer id for a keyed subscription.
 ///
 /// The id is `d-{stem}--{hash}`: a readable stem of the subscription name and the FNV-1a
@@ -145,7 +152,8 @@ pub fn durable_consumer_name(subscription: &str, topic: &str, key: Option<&str>)
 /// Stable group id alias (NATS deliver-subject analogue).
 ///
 /// One id per `(group, topic)`: `g-{stem}--{hash}`, Fluvio-safe like
-/// [`durable_consumer_name`]. The port names its in-process group dispatcher with it.
+/// [`durable_consumer_name`], for naming a group's objects in Fluvio tools (the port's
+/// groups are coordinated by group and topic name, see [`crate::group`]).
 ///
 /// ```
 /// use photon_backend_fluvio::consumer_group_for;
@@ -390,6 +398,7 @@ mod tests {
             "photon-s-3-orders-eu"
         );
         assert_eq!(checkpoints_topic_name("photon"), "photon-checkpoints");
+        assert_eq!(groups_topic_name("photon"), "photon-checkpoints-groups");
     }
 
     #[test]
@@ -412,6 +421,10 @@ mod tests {
         assert_ne!(
             fluvio_topic_name("photon", "checkpoints", 0, 1),
             checkpoints_topic_name("photon")
+        );
+        assert_ne!(
+            fluvio_topic_name("photon", "checkpoints-groups", 0, 1),
+            groups_topic_name("photon")
         );
         // An unsharded `s-1-x` must not land on shard 1 of `x`.
         assert_ne!(

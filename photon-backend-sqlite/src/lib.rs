@@ -32,8 +32,10 @@
 //!   naming the deleted seqs, then continues at the first kept one.
 //! - **Opening** a new file from several processes at once waits (within `busy_timeout`)
 //!   for the others' switch to WAL and schema creation instead of failing.
-//! - **Consumer groups**: in-process, per port (Photon's generic group dispatcher); a
-//!   group's position is not stored, so a group started again begins at its `start`.
+//! - **Consumer groups** span every process that opens the file: partition leases with
+//!   epochs and fenced per-partition checkpoints in the `group_members` and
+//!   `group_partitions` tables (the protocol of `photon_core::group`); expiries on the
+//!   host's clock.
 //!
 //! Configuration: [`SqliteStoragePortBuilder`], falling back to the `PHOTON_SQLITE_*`
 //! variables, then to defaults.

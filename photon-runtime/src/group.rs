@@ -13,9 +13,10 @@ use photon_core::{Acknowledge, DeliveryStream, Event, EventStore, PhotonError, R
 use crate::executor::{TypedEvent, TypedTopic};
 
 enum Deliveries {
-    /// The lease protocol of `photon-core` (mem, SQLite, NATS): can leave gracefully.
+    /// The lease protocol of `photon-core` (mem, SQLite, NATS, Fluvio): can leave
+    /// gracefully.
     Member(GroupMembership),
-    /// The port's own groups (Fluvio). In a mutex only so that the subscription is
+    /// The port's own groups (a port without the lease protocol). In a mutex only so that the subscription is
     /// `Sync` (acknowledging borrows it across an await); only `poll_next` locks it.
     Port(Mutex<DeliveryStream>),
 }

@@ -165,8 +165,8 @@ impl Photon {
 
     /// Joins consumer group `group` on `topic` with explicit membership options (member
     /// name, lease and heartbeat periods, partitions). Backends with their own groups
-    /// (Fluvio) use only the member name; on NATS with several stream shards each shard is
-    /// a partition (the `partitions` option is ignored).
+    /// (none of Photon's own) use only the member name; on NATS with several stream shards
+    /// each shard is a partition (the `partitions` option is ignored).
     ///
     /// The stream's only item is an error when the topic or the options are refused, or
     /// when the backend has no consumer groups.
@@ -215,7 +215,7 @@ impl Photon {
     ///
     /// # Errors
     /// [`PhotonError::Unsupported`] on backends whose groups do not run the lease protocol
-    /// (Fluvio); the port's storage errors.
+    /// (none of Photon's own); the port's storage errors.
     pub async fn group_status(&self, group: &str, topic: &str) -> Result<GroupStatus> {
         validate_topic_name(topic)?;
         let port = self.store().port().clone();

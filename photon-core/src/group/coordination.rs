@@ -120,6 +120,24 @@ pub trait GroupCoordination: Send + Sync + 'static {
         ttl: Duration,
     ) -> Result<bool>;
 
+    /// Renews several leases of `owner` (one heartbeat's renewals), each as
+    /// [`GroupCoordination::renew`] would; the results come in the order of `leases`
+    /// (`(partition, epoch)` pairs). The default renews them one by one; a store where each
+    /// call is a round trip through a log writes them as one command.
+    async fn renew_many(
+        &self,
+        scope: &GroupScope,
+        owner: &str,
+        leases: &[(u32, u64)],
+        ttl: Duration,
+    ) -> Vec<Result<bool>> {
+        let mut renewed = Vec::with_capacity(leases.len());
+        for (partition, epoch) in leases {
+            renewed.push(self.renew(scope, *partition, owner, *epoch, ttl).await);
+        }
+        renewed
+    }
+
     /// Gives the lease back at once when `owner` still holds it at `epoch`.
     ///
     /// # Errors

@@ -191,6 +191,7 @@ impl Member {
         let mut names: Vec<LiveMember> = members;
         names.dedup_by(|a, b| a.name == b.name);
         let mine = assigned_to(&names, &options.member, options.partitions);
+        let mut renewing = Vec::new();
         for owned in self.owned() {
             if !mine.contains(&owned.partition) && !owned.draining() {
                 owned.drain();
@@ -211,22 +212,24 @@ impl Member {
                 self.hand_back(&owned).await;
                 continue;
             }
-            let sent = Instant::now();
-            match self
-                .coordination
-                .renew(
-                    &self.scope,
-                    owned.partition,
-                    &self.owner,
-                    owned.epoch,
-                    options.lease,
-                )
+            renewing.push(owned);
+        }
+        // One call for every renewal of this heartbeat: a store may write them as one.
+        let sent = Instant::now();
+        let leases: Vec<(u32, u64)> = renewing.iter().map(|o| (o.partition, o.epoch)).collect();
+        let renewed = if leases.is_empty() {
+            Vec::new()
+        } else {
+            self.coordination
+                .renew_many(&self.scope, &self.owner, &leases, options.lease)
                 .await
-            {
+        };
+        for (owned, renewed) in renewing.iter().zip(renewed) {
+            match renewed {
                 Ok(true) => owned.extend(self.local_deadline(sent)),
                 Ok(false) => {
                     tracing::warn!(scope = ?self.scope, partition = owned.partition, "group lease lost");
-                    self.forget(&owned);
+                    self.forget(owned);
                 }
                 Err(err) => {
                     tracing::warn!(scope = ?self.scope, %err, "group lease renewal failed")

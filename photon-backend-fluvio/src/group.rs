@@ -1,0 +1,618 @@
+//! Consumer groups of the Fluvio port: the group protocol of `photon-core` over a command
+//! log kept on the cluster itself, so that members in any process or host connected to it
+//! share the work.
+//!
+//! - The coordination topic [`groups_topic_name`] (`{prefix}-checkpoints-groups`: a name no
+//!   Photon topic maps to, see [`crate::topic`]) has one partition, so it has one order.
+//!   Every call of [`GroupCoordination`] that changes state appends one command (heartbeat,
+//!   leave, acquire, renew, release or commit, with a unique id, the writer's wall-clock
+//!   time and the group) and waits until this port's reader has applied the log up to it.
+//!   The renewals of one heartbeat (`renew_many`) are one command: each command costs a
+//!   produce and a read-back (about 45 ms on a local cluster, mostly the broker's delayed
+//!   ACK), so a member with 8 partitions renews in one round trip instead of 8.
+//!   Its result is what the deterministic state machine ([`crate::group_machine`]) decided
+//!   at the command's position: an acquire wins iff the lease is free or expired there, a
+//!   commit is made iff its owner holds the lease at its epoch there and it has not expired
+//!   (otherwise [`PhotonError::Fenced`]). Two writers racing for a lease are ordered by the
+//!   log, and every port instance derives the same winner.
+//! - One reader task per port instance applies the log from its beginning, on the port's
+//!   stream connection; it reopens its stream when it fails (replacing the connection from
+//!   the second failure in a row) and checks a quiet stream against the end offset.
+//! - `load_checkpoint`, `members` and `leases` first catch up with the end of the log, so
+//!   a newly started process sees what earlier ones committed. (`load_checkpoint` of a
+//!   partition whose live lease was won through this instance reads the applied state at
+//!   once: only its holder can have committed since.)
+//! - Every wait is bounded ([`COMMAND_DEADLINE`]): a call that cannot reach or apply the
+//!   log in time fails with [`PhotonError::Unavailable`] naming the coordination topic.
+//!
+//! Time: Fluvio has no server clock a client can use, so expiries are judged on the log
+//! clock: the largest writer time among the commands applied so far (it only moves
+//! forward). A lease renewed by a command at log time `t` expires at `t + lease`. A host
+//! whose wall clock runs `d` ahead of the others moves the log clock `d` early, so the
+//! others' leases end `d` early in real time; a member stops handing out a partition a
+//! safety margin (a fifth of the lease) before its lease ends on its own clock. The hosts'
+//! clocks must therefore agree to well within that margin (400 ms for a 2 s lease, 1 s for
+//! the default 5 s), minus a round trip to the cluster, as for any wall-clock lease. A
+//! lagging clock only makes its own commands count as earlier, never brings a lease back.
+//! `members` and `leases` judge liveness at the later of the log clock and this host's
+//! clock.
+//!
+//! Growth: the log is never compacted (Fluvio cannot) and the coordination topic keeps
+//! its records (it is created with the longest retention Fluvio stores, since dropping old
+//! commands would drop checkpoints). Heartbeats and renewals add a few records per member
+//! per heartbeat period, and a port replays the whole log when it first uses a group: a
+//! long-lived group cluster needs the topic deleted (with its groups' positions) once it
+//! grows large. Snapshots, as the checkpoint topic has, are not written yet.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use fluvio::consumer::{ConsumerStream, Record};
+use fluvio::dataplane::link::ErrorCode;
+use fluvio::{Offset, RecordKey};
+use futures::StreamExt;
+use photon_core::group::{
+    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
+};
+use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
+use tokio::sync::{oneshot, watch, OnceCell};
+
+use crate::fetch::{end_offset, open};
+use crate::group_machine::{Command, Machine, Op, Outcome};
+use crate::port::{FluvioStoragePort, Inner};
+use crate::topic::{ensure_topic, groups_topic_name, unavailable};
+
+/// How long one call may take to reach the log and see it applied.
+pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long the reader may receive nothing before it checks that its stream still works.
+const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+/// Pause before reopening a failed stream, times the failures in a row (at most 10).
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Retention of the coordination topic: the longest Fluvio stores (its commands are the
+/// groups' state).
+const KEEP: Duration = Duration::from_secs(4_294_967_295);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only map operations and plain assignments happen under these locks.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The applied state of one port instance's coordination log.
+pub(crate) struct GroupLog {
+    machine: Mutex<Machine>,
+    /// Calls waiting for their command to be applied, by command id.
+    waiters: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
+    /// The offset of the next record to apply.
+    applied: watch::Sender<i64>,
+    /// Leases won by calls through this instance: (owner, epoch) by scope and partition.
+    acquired: Mutex<HashMap<(GroupScope, u32), (String, u64)>>,
+    /// Set once the topic exists and the reader runs.
+    started: OnceCell<()>,
+}
+
+impl Default for GroupLog {
+    fn default() -> Self {
+        Self {
+            machine: Mutex::default(),
+            waiters: Mutex::default(),
+            applied: watch::Sender::new(0),
+            acquired: Mutex::default(),
+            started: OnceCell::new(),
+        }
+    }
+}
+
+impl GroupLog {
+    /// Applies the record at `offset` and hands its outcome to the call that wrote it.
+    fn apply(&self, name: &str, record: &Record) {
+        match serde_json::from_slice::<Command>(record.value()) {
+            Ok(command) => {
+                let outcome = lock(&self.machine).apply(&command);
+                if let Some(waiter) = lock(&self.waiters).remove(&command.id) {
+                    // The caller may have given up meanwhile.
+                    let _ = waiter.send(outcome);
+                }
+            }
+            Err(err) => {
+                // Not a command of this port: it changes no state, on any instance.
+                tracing::warn!(port = "fluvio", topic = %name, offset = record.offset(), %err, "unreadable group command skipped");
+            }
+        }
+        self.applied.send_replace(record.offset() + 1);
+    }
+}
+
+/// The group primitive of one port instance.
+pub(crate) struct FluvioCoordination {
+    port: FluvioStoragePort,
+}
+
+impl FluvioCoordination {
+    fn inner(&self) -> &Arc<Inner> {
+        &self.port.inner
+    }
+
+    fn log(&self) -> &Arc<GroupLog> {
+        &self.port.inner.groups
+    }
+
+    fn timed_out(name: &str, what: &str) -> PhotonError {
+        PhotonError::Unavailable {
+            backend: "fluvio",
+            message: format!(
+                "group coordination topic {name}: {what} not done within {COMMAND_DEADLINE:?}"
+            ),
+            source: None,
+        }
+    }
+
+    /// Makes sure the coordination topic exists and this instance's reader runs; returns
+    /// the topic's name.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the topic cannot be created.
+    async fn ready(&self) -> Result<String> {
+        let inner = self.inner();
+        let name = groups_topic_name(&inner.config.prefix);
+        inner
+            .groups
+            .started
+            .get_or_try_init(|| async {
+                let config = crate::config::FluvioConfig {
+                    retention: KEEP,
+                    ..inner.config.clone()
+                };
+                ensure_topic(&inner.fluvio(), &config, &name).await?;
+                tokio::spawn(read_log(
+                    Arc::downgrade(inner),
+                    Arc::clone(&inner.groups),
+                    name.clone(),
+                ));
+                Ok::<_, PhotonError>(())
+            })
+            .await?;
+        Ok(name)
+    }
+
+    /// Appends a command and returns what the state machine decided at its position.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the command is not stored, or not applied within
+    /// [`COMMAND_DEADLINE`].
+    async fn call(&self, scope: &GroupScope, op: Op) -> Result<Outcome> {
+        let name = self.ready().await?;
+        let command = Command {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            at_ms: now_ms(),
+            group: scope.group.clone(),
+            topic: scope.topic.clone(),
+            op,
+        };
+        let value =
+            serde_json::to_vec(&command).map_err(|e| PhotonError::codec("group command", e))?;
+        let (done, outcome) = oneshot::channel();
+        lock(&self.log().waiters).insert(command.id.clone(), done);
+        let result = tokio::time::timeout(COMMAND_DEADLINE, async {
+            self.append(&name, value).await?;
+            outcome
+                .await
+                .map_err(|_| PhotonError::Closed(format!("group coordination topic {name}")))
+        })
+        .await;
+        lock(&self.log().waiters).remove(&command.id);
+        result.unwrap_or_else(|_| Err(Self::timed_out(&name, "a command")))
+    }
+
+    /// Sends one record to the coordination topic and waits for its ack.
+    async fn append(&self, name: &str, value: Vec<u8>) -> Result<()> {
+        let inner = self.inner();
+        let open = inner
+            .topics
+            .producer(|| inner.fluvio(), &inner.config, name)
+            .await?;
+        let sent = match open.producer.send(RecordKey::NULL, value).await {
+            Ok(output) => output
+                .wait()
+                .await
+                .map(|_| ())
+                .map_err(|err| unavailable(format!("no ack from {name}"), err)),
+            Err(err) => Err(unavailable(format!("cannot append to {name}"), err)),
+        };
+        if sent.is_err() {
+            self.port.drop_producer(&open, name).await;
+        }
+        sent
+    }
+
+    /// Waits until this instance has applied the log up to its current end.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the end cannot be read or reached in time.
+    async fn catch_up(&self) -> Result<()> {
+        let name = self.ready().await?;
+        let inner = self.inner();
+        tokio::time::timeout(COMMAND_DEADLINE, async {
+            let end = end_offset(&inner.fluvio(), &name).await?;
+            let mut applied = self.log().applied.subscribe();
+            applied
+                .wait_for(|next| *next >= end)
+                .await
+                .map(|_| ())
+                .map_err(|_| PhotonError::Closed(format!("group coordination topic {name}")))
+        })
+        .await
+        .unwrap_or_else(|_| Err(Self::timed_out(&name, "catching up")))
+    }
+
+    fn fenced(scope: &GroupScope, partition: u32, epoch: u64) -> PhotonError {
+        PhotonError::Fenced {
+            group: scope.group.clone(),
+            topic: scope.topic.clone(),
+            partition,
+            epoch,
+        }
+    }
+
+    fn unexpected(outcome: &Outcome) -> PhotonError {
+        PhotonError::Storage {
+            backend: "fluvio",
+            message: format!("group command answered with {outcome:?}"),
+            source: None,
+        }
+    }
+
+    /// Liveness is judged at the later of the log clock and this host's clock.
+    fn read_now(&self) -> i64 {
+        lock(&self.log().machine).clock_ms().max(now_ms())
+    }
+}
+
+#[async_trait]
+impl GroupCoordination for FluvioCoordination {
+    async fn heartbeat(
+        &self,
+        scope: &GroupScope,
+        member: &str,
+        owner: &str,
+        partitions: u32,
+        ttl: Duration,
+    ) -> Result<Vec<LiveMember>> {
+        let op = Op::Heartbeat {
+            member: member.to_owned(),
+            owner: owner.to_owned(),
+            partitions,
+            ttl_ms: ms(ttl),
+        };
+        match self.call(scope, op).await? {
+            Outcome::Members(members) => Ok(members),
+            other => Err(Self::unexpected(&other)),
+        }
+    }
+
+    async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()> {
+        let op = Op::Leave {
+            owner: owner.to_owned(),
+        };
+        self.call(scope, op).await.map(|_| ())
+    }
+
+    async fn acquire(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let op = Op::Acquire {
+            partition,
+            owner: owner.to_owned(),
+            ttl_ms: ms(ttl),
+        };
+        match self.call(scope, op).await? {
+            Outcome::Acquired(epoch) => {
+                if let Some(epoch) = epoch {
+                    lock(&self.log().acquired)
+                        .insert((scope.clone(), partition), (owner.to_owned(), epoch));
+                }
+                Ok(epoch)
+            }
+            other => Err(Self::unexpected(&other)),
+        }
+    }
+
+    async fn renew(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let op = Op::Renew {
+            partition,
+            owner: owner.to_owned(),
+            epoch,
+            ttl_ms: ms(ttl),
+        };
+        match self.call(scope, op).await? {
+            Outcome::Renewed(renewed) => Ok(renewed),
+            other => Err(Self::unexpected(&other)),
+        }
+    }
+
+    async fn renew_many(
+        &self,
+        scope: &GroupScope,
+        owner: &str,
+        leases: &[(u32, u64)],
+        ttl: Duration,
+    ) -> Vec<Result<bool>> {
+        // One command for all: one round trip per heartbeat instead of one per partition.
+        let op = Op::RenewMany {
+            owner: owner.to_owned(),
+            leases: leases.to_vec(),
+            ttl_ms: ms(ttl),
+        };
+        match self.call(scope, op).await {
+            Ok(Outcome::RenewedMany(renewed)) if renewed.len() == leases.len() => {
+                renewed.into_iter().map(Ok).collect()
+            }
+            Ok(other) => leases
+                .iter()
+                .map(|_| Err(Self::unexpected(&other)))
+                .collect(),
+            Err(err) => {
+                // One command failed for all of them, each gets its own copy of why.
+                let message = err.to_string();
+                leases
+                    .iter()
+                    .map(|_| {
+                        Err(PhotonError::Unavailable {
+                            backend: "fluvio",
+                            message: message.clone(),
+                            source: None,
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    async fn release(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+    ) -> Result<()> {
+        let op = Op::Release {
+            partition,
+            owner: owner.to_owned(),
+            epoch,
+        };
+        self.call(scope, op).await.map(|_| ())
+    }
+
+    async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>> {
+        // Right after a lease won here (a member taking a partition), the applied state
+        // already holds every commit that can matter: commits before the acquire are
+        // applied, and after it only the holder (a caller of this instance, whose commits
+        // return once applied) can commit while the lease is live. A later owner would
+        // fence the holder anyway; a stale value could only be lower (more repeats, never
+        // a skip). Otherwise the log is read to its end first.
+        let held_here = lock(&self.log().acquired)
+            .get(&(scope.clone(), partition))
+            .cloned();
+        if let Some((owner, epoch)) = held_here {
+            let now = self.read_now();
+            let machine = lock(&self.log().machine);
+            if machine.held_by(scope, partition, &owner, epoch, now) {
+                return Ok(machine.checkpoint(scope, partition));
+            }
+        }
+        self.catch_up().await?;
+        Ok(lock(&self.log().machine).checkpoint(scope, partition))
+    }
+
+    async fn commit(
+        &self,
+        scope: &GroupScope,
+        partition: u32,
+        owner: &str,
+        epoch: u64,
+        seq: i64,
+    ) -> Result<()> {
+        let op = Op::Commit {
+            partition,
+            owner: owner.to_owned(),
+            epoch,
+            seq,
+        };
+        match self.call(scope, op).await? {
+            Outcome::Committed(true) => Ok(()),
+            Outcome::Committed(false) => Err(Self::fenced(scope, partition, epoch)),
+            other => Err(Self::unexpected(&other)),
+        }
+    }
+
+    async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
+        self.catch_up().await?;
+        let now = self.read_now();
+        Ok(lock(&self.log().machine).members(scope, now))
+    }
+
+    async fn leases(&self, scope: &GroupScope) -> Result<Vec<PartitionLease>> {
+        self.catch_up().await?;
+        let now = self.read_now();
+        Ok(lock(&self.log().machine).leases(scope, now))
+    }
+}
+
+/// Why the reader's stream ended.
+enum Ended {
+    /// The port is gone: the reader stops.
+    PortGone,
+    /// The stream failed; `applied` says whether records were applied before.
+    Failed { cause: String, applied: bool },
+}
+
+/// The reader of one port instance: applies the coordination log in order, from its
+/// beginning, for as long as the port lives.
+async fn read_log(port: Weak<Inner>, log: Arc<GroupLog>, name: String) {
+    let mut failures = 0_u32;
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        let Some(client) = port.upgrade().map(|inner| inner.stream.current()) else {
+            return;
+        };
+        let next = *log.applied.borrow();
+        let start = Offset::absolute(next).unwrap_or_else(|_| Offset::beginning());
+        let (cause, applied) = match open(&client, &name, start, true).await {
+            Ok(stream) => match follow(&port, &log, &name, stream).await {
+                Ended::PortGone => return,
+                Ended::Failed { cause, applied } => (cause, applied),
+            },
+            Err(err) => (err.to_string(), false),
+        };
+        if applied {
+            failures = 0;
+            failing_since = None;
+        }
+        failures += 1;
+        let since = *failing_since.get_or_insert_with(Instant::now);
+        tracing::debug!(port = "fluvio", topic = %name, %cause, failures, "reopening the group coordination log");
+        if since.elapsed() >= crate::consumer::WARN_AFTER && failures % 10 == 0 {
+            tracing::warn!(port = "fluvio", topic = %name, %cause, "group coordination log unreadable for {:?}; still retrying", since.elapsed());
+        }
+        if failures >= 2 {
+            let Some(inner) = port.upgrade() else {
+                return;
+            };
+            // A failed reconnect is logged by `replace`; the next round tries again.
+            let _ = inner.stream.replace(&client).await;
+        }
+        tokio::time::sleep(RETRY_PAUSE * failures.min(10)).await;
+    }
+}
+
+/// Applies records until the stream fails or the port is gone.
+async fn follow(
+    port: &Weak<Inner>,
+    log: &GroupLog,
+    name: &str,
+    mut stream: impl ConsumerStream<Item = std::result::Result<Record, ErrorCode>>,
+) -> Ended {
+    let probe = tokio::time::sleep(PROBE_EVERY);
+    tokio::pin!(probe);
+    let mut received = false;
+    let mut applied = false;
+    let mut behind = 0_u32;
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            () = &mut probe => {
+                probe.as_mut().reset(tokio::time::Instant::now() + PROBE_EVERY);
+                let Some(inner) = port.upgrade() else {
+                    return Ended::PortGone;
+                };
+                if std::mem::take(&mut received) {
+                    behind = 0;
+                    continue;
+                }
+                // Quiet: nothing was appended, or the stream silently stopped (a socket to
+                // a restarted SPU). The end offset, read on the publish connection, tells.
+                let publish = inner.fluvio();
+                let end = tokio::time::timeout(PROBE_EVERY, end_offset(&publish, name)).await;
+                if !matches!(end, Ok(Ok(_))) {
+                    inner.reconnect(&publish).await;
+                }
+                let next = *log.applied.borrow();
+                match end {
+                    Ok(Ok(end)) if end <= next => {
+                        behind = 0;
+                        continue;
+                    }
+                    Ok(Ok(end)) => {
+                        behind += 1;
+                        if behind < 2 {
+                            continue;
+                        }
+                        return Ended::Failed {
+                            cause: format!("no record although the log ends at {end} and the next to apply is {next}"),
+                            applied,
+                        };
+                    }
+                    Ok(Err(err)) => return Ended::Failed { cause: format!("cannot read the end offset: {err}"), applied },
+                    Err(_) => return Ended::Failed { cause: format!("no end offset within {PROBE_EVERY:?}"), applied },
+                }
+            }
+        };
+        match item {
+            Some(Ok(record)) => {
+                received = true;
+                if record.offset() < *log.applied.borrow() {
+                    continue;
+                }
+                log.apply(name, &record);
+                applied = true;
+            }
+            Some(Err(ErrorCode::OffsetEvicted { next_available, .. })) => {
+                // The topic keeps its records (see `KEEP`): only a retention changed by
+                // hand gets here, and the groups' state before `next_available` is lost.
+                tracing::error!(port = "fluvio", topic = %name, next_available, "group coordination records were removed; the groups' state before them is lost");
+                log.applied.send_replace(next_available);
+                return Ended::Failed {
+                    cause: "records removed".to_owned(),
+                    applied: true,
+                };
+            }
+            Some(Err(code)) => {
+                return Ended::Failed {
+                    cause: format!("stream error: {code}"),
+                    applied,
+                }
+            }
+            None => {
+                return Ended::Failed {
+                    cause: "stream ended".to_owned(),
+                    applied,
+                }
+            }
+        }
+    }
+}
+
+impl FluvioStoragePort {
+    /// The group primitive of this port instance (its reader starts on first use).
+    pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
+        Arc::new(FluvioCoordination { port: self.clone() })
+    }
+
+    /// Joins a group with default options named after the request's member.
+    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
+        let options = GroupOptions::new(request.member.clone());
+        Box::pin(join(
+            Arc::new(self.clone()),
+            self.coordination(),
+            request,
+            options,
+        ))
+    }
+}
