@@ -336,6 +336,33 @@ mod tests {
     }
 
     #[test]
+    fn bodies_sealed_as_a_json_object_with_other_fields_open() {
+        // Sealed as before this form was written from borrowed values: a JSON object with
+        // the keys in another order and a field no version reads.
+        let crypto = TransportCrypto::plaintext()
+            .with_key("k1", [1u8; 32])
+            .unwrap();
+        let plaintext = br#"{"payload":{"n":[1,2]},"note":"x","actor":"u"}"#;
+        let nonce = [5u8; NONCE_LEN];
+        let aad = associated_data("k1", "e1", "t", Some("k"));
+        let mut buffer = plaintext.to_vec();
+        XChaCha20Poly1305::new_from_slice(&[1u8; 32])
+            .unwrap()
+            .encrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
+            .unwrap();
+        let mut sealed = record(&crypto, "e1", "t", Some("k"));
+        sealed.body = Body::Sealed(SealedBody {
+            key_id: "k1".into(),
+            nonce: BASE64.encode(nonce),
+            ciphertext: BASE64.encode(&buffer),
+        });
+        assert_eq!(
+            crypto.open(&sealed).unwrap(),
+            (json!("u"), json!({"n": [1, 2]}))
+        );
+    }
+
+    #[test]
     fn moved_or_tampered_records_are_refused() {
         let crypto = TransportCrypto::plaintext()
             .with_key("k1", [1u8; 32])

@@ -110,7 +110,7 @@ impl Cursor {
             match undecodable.iter().find(|(seq, _)| *seq == r.seq) {
                 Some((_, stored)) => Err(PhotonError::undecodable(
                     &self.topic,
-                    &event_id(number, r.seq),
+                    event_id(number, r.seq),
                     r.seq,
                     r.topic_key.as_deref().map(str::to_owned),
                     stored.clone(),
