@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{CryptoFailure, PhotonError, Result};
@@ -22,7 +23,26 @@ pub const TRANSPORT_KEYS_ENV: &str = "PHOTON_TRANSPORT_KEYS";
 pub const TRANSPORT_KEY_ENV: &str = "PHOTON_TRANSPORT_KEY";
 
 const KEY_LEN: usize = 32;
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
 const AAD_VERSION: &[u8] = b"photon.envelope.v1";
+
+/// The sealed plaintext, `{"actor":..,"payload":..}`, written straight from borrowed
+/// values: the same bytes as a JSON object with those two keys, without building one.
+#[derive(Serialize)]
+struct PlainPair<'a> {
+    actor: &'a Value,
+    payload: &'a Value,
+}
+
+/// An opened plaintext; a missing part is `null`, unknown parts are ignored.
+#[derive(Deserialize)]
+struct OpenedPair {
+    #[serde(default)]
+    actor: Value,
+    #[serde(default)]
+    payload: Value,
+}
 
 /// One named 256-bit key.
 #[derive(Clone)]
@@ -164,26 +184,28 @@ impl TransportCrypto {
         let Some(sealing) = self.keys.last() else {
             return Ok(Body::Plain { actor, payload });
         };
-        let plaintext =
-            serde_json::to_vec(&serde_json::json!({ "actor": actor, "payload": payload }))
-                .map_err(|e| PhotonError::codec("event body", e))?;
-        let mut nonce = [0u8; 24];
+        // One buffer holds the plaintext, is encrypted in place and takes the tag.
+        let mut buffer = Vec::with_capacity(256);
+        serde_json::to_writer(
+            &mut buffer,
+            &PlainPair {
+                actor: &actor,
+                payload: &payload,
+            },
+        )
+        .map_err(|e| PhotonError::codec("event body", e))?;
+        buffer.reserve_exact(TAG_LEN);
+        let mut nonce = [0u8; NONCE_LEN];
         rand::thread_rng().fill_bytes(&mut nonce);
         let aad = associated_data(&sealing.id, envelope_id, topic, key);
-        let ciphertext = sealing
+        sealing
             .cipher
-            .encrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &plaintext,
-                    aad: &aad,
-                },
-            )
+            .encrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
             .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
         Ok(Body::Sealed(SealedBody {
             key_id: sealing.id.clone(),
             nonce: BASE64.encode(nonce),
-            ciphertext: BASE64.encode(ciphertext),
+            ciphertext: BASE64.encode(&buffer),
         }))
     }
 
@@ -221,13 +243,14 @@ impl TransportCrypto {
         let nonce = BASE64
             .decode(&sealed.nonce)
             .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
-        if nonce.len() != 24 {
+        if nonce.len() != NONCE_LEN {
             return Err(CryptoFailure::Malformed(format!(
                 "nonce of {} bytes",
                 nonce.len()
             )));
         }
-        let ciphertext = BASE64
+        // Decoded, decrypted and parsed in one buffer.
+        let mut buffer = BASE64
             .decode(&sealed.ciphertext)
             .map_err(|e| CryptoFailure::Malformed(format!("ciphertext: {e}")))?;
         let aad = associated_data(
@@ -236,21 +259,12 @@ impl TransportCrypto {
             &record.topic_name,
             record.topic_key.as_deref(),
         );
-        let plaintext = key
-            .cipher
-            .decrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &ciphertext,
-                    aad: &aad,
-                },
-            )
+        key.cipher
+            .decrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
             .map_err(|_| CryptoFailure::Tampered)?;
-        let mut opened: serde_json::Map<String, Value> = serde_json::from_slice(&plaintext)
+        let opened: OpenedPair = serde_json::from_slice(&buffer)
             .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))?;
-        let actor = opened.remove("actor").unwrap_or(Value::Null);
-        let payload = opened.remove("payload").unwrap_or(Value::Null);
-        Ok((actor, payload))
+        Ok((opened.actor, opened.payload))
     }
 }
 
@@ -323,6 +337,33 @@ mod tests {
         assert_eq!(
             crypto.open(&sealed).unwrap(),
             (json!({"u": 1}), json!({"secret": "s3-plaintext-marker"}))
+        );
+    }
+
+    #[test]
+    fn bodies_sealed_as_a_json_object_with_other_fields_open() {
+        // Sealed as before this form was written from borrowed values: a JSON object with
+        // the keys in another order and a field no version reads.
+        let crypto = TransportCrypto::plaintext()
+            .with_key("k1", [1u8; 32])
+            .unwrap();
+        let plaintext = br#"{"payload":{"n":[1,2]},"note":"x","actor":"u"}"#;
+        let nonce = [5u8; NONCE_LEN];
+        let aad = associated_data("k1", "e1", "t", Some("k"));
+        let mut buffer = plaintext.to_vec();
+        XChaCha20Poly1305::new_from_slice(&[1u8; 32])
+            .unwrap()
+            .encrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
+            .unwrap();
+        let mut sealed = record(&crypto, "e1", "t", Some("k"));
+        sealed.body = Body::Sealed(SealedBody {
+            key_id: "k1".into(),
+            nonce: BASE64.encode(nonce),
+            ciphertext: BASE64.encode(&buffer),
+        });
+        assert_eq!(
+            crypto.open(&sealed).unwrap(),
+            (json!("u"), json!({"n": [1, 2]}))
         );
     }
 

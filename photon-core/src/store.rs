@@ -120,7 +120,14 @@ impl EventStore {
             validate_topic_key(topic, key)?;
         }
         let limit = self.port.capabilities().max_payload_bytes;
-        let size = encoded_len(&actor).saturating_add(encoded_len(&payload));
+        // One walk measures both values and checks their depth; only a refused publish
+        // walks them again, to name the exact figure.
+        let measured = encoded_len_within(&actor, MAX_JSON_DEPTH)
+            .zip(encoded_len_within(&payload, MAX_JSON_DEPTH));
+        let size = match measured {
+            Some((actor_len, payload_len)) => actor_len.saturating_add(payload_len),
+            None => encoded_len(&actor).saturating_add(encoded_len(&payload)),
+        };
         if size > limit {
             return Err(PhotonError::PayloadTooLarge {
                 topic: topic.to_owned(),
@@ -128,15 +135,14 @@ impl EventStore {
                 limit,
             });
         }
-        let created_at = Utc::now();
-        if nests_deeper_than(&actor, MAX_JSON_DEPTH) || nests_deeper_than(&payload, MAX_JSON_DEPTH)
-        {
+        if measured.is_none() {
             return Err(PhotonError::PayloadTooDeep {
                 topic: topic.to_owned(),
                 depth: json_depth(&actor).max(json_depth(&payload)),
                 limit: MAX_JSON_DEPTH,
             });
         }
+        let created_at = Utc::now();
         let envelope_id = new_envelope_id(created_at);
         let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
         Ok(RecordDraft {
@@ -276,9 +282,11 @@ impl EventStore {
 fn new_envelope_id(now: DateTime<Utc>) -> String {
     let millis = u64::try_from(now.timestamp_millis()).unwrap_or(0);
     let random: [u8; 10] = rand::random();
-    uuid::Builder::from_unix_timestamp_millis(millis, &random)
-        .into_uuid()
-        .to_string()
+    let uuid = uuid::Builder::from_unix_timestamp_millis(millis, &random).into_uuid();
+    // The hyphenated form written into a stack buffer: cheaper than the `Display` path.
+    uuid.hyphenated()
+        .encode_lower(&mut uuid::Uuid::encode_buffer())
+        .to_owned()
 }
 
 fn validate_request(topic: &str, key: Option<&str>) -> Result<()> {
@@ -315,6 +323,66 @@ pub fn json_depth(value: &Value) -> usize {
 
 /// Length of a value's JSON encoding, without allocating it.
 pub fn encoded_len(value: &Value) -> usize {
+    counted_len(value)
+}
+
+/// Length of a value's JSON encoding when it nests at most `limit` levels of arrays and
+/// objects, `None` when it nests deeper. One walk over the value checks both publish
+/// limits; recursion stops at `limit`, so a hostile value cannot exhaust the stack.
+pub fn encoded_len_within(value: &Value, limit: usize) -> Option<usize> {
+    let nested = |limit: usize| limit.checked_sub(1);
+    match value {
+        Value::Null => Some(4),
+        Value::Bool(true) => Some(4),
+        Value::Bool(false) => Some(5),
+        Value::Number(number) => Some(counted_len(number)),
+        Value::String(text) => Some(escaped_len(text)),
+        Value::Array(items) => {
+            let inner = nested(limit)?;
+            let mut len = 2 + items.len().saturating_sub(1);
+            for item in items {
+                len += encoded_len_within(item, inner)?;
+            }
+            Some(len)
+        }
+        Value::Object(fields) => {
+            let inner = nested(limit)?;
+            // Braces, then `"key":value` per field and commas between them.
+            let mut len = 2 + fields.len().saturating_sub(1);
+            for (key, field) in fields {
+                len += escaped_len(key) + 1 + encoded_len_within(field, inner)?;
+            }
+            Some(len)
+        }
+    }
+}
+
+/// Length of a string as a JSON string literal: quotes, and the escapes serde_json writes
+/// (two bytes for `"`, `\` and the short control escapes, six for other control bytes).
+fn escaped_len(text: &str) -> usize {
+    let needs_escape = |byte: &u8| *byte < 0x20 || *byte == b'"' || *byte == b'\\';
+    // Most strings have nothing to escape. A test without early exit vectorizes; `any`
+    // would go byte by byte.
+    if !text
+        .as_bytes()
+        .iter()
+        .fold(false, |found, byte| found | needs_escape(byte))
+    {
+        return text.len() + 2;
+    }
+    let extra: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | 0x08 | b'\t' | b'\n' | 0x0C | b'\r' => 1,
+            0x00..=0x1F => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + 2 + extra
+}
+
+/// Length of any value's JSON encoding, counted as it is written.
+fn counted_len(value: &impl serde::Serialize) -> usize {
     struct Counter(usize);
     impl io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -326,7 +394,7 @@ pub fn encoded_len(value: &Value) -> usize {
         }
     }
     let mut counter = Counter(0);
-    // Writing a Value into a counter cannot fail.
+    // Writing JSON values into a counter cannot fail.
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
@@ -345,6 +413,57 @@ mod tests {
         assert!(!nests_deeper_than(&json!({"a": [1, {"b": []}]}), 4));
         assert!(!nests_deeper_than(&json!("scalar"), 0));
         assert!(nests_deeper_than(&json!([]), 0));
+    }
+
+    #[test]
+    fn one_walk_measures_exactly_and_stops_at_the_depth_limit() {
+        let shapes = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(-17),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(0.1 + 0.2),
+            json!(5e-324),
+            json!(-1.5e300),
+            json!(""),
+            json!("quote \" backslash \\ tab \t nl \n cr \r bs \u{8} ff \u{c} nul \u{0} us \u{1f} del \u{7f}"),
+            json!("é ü 😀 \u{2028}"),
+            json!([]),
+            json!({}),
+            json!([1, [2, [3, []]], {"a": {}}]),
+            json!({"k\"ey\n": [null, {"x": "y"}], "": 0, "i": 7, "data": "x".repeat(128)}),
+        ];
+        for value in &shapes {
+            let exact = serde_json::to_vec(value).unwrap().len();
+            assert_eq!(encoded_len_within(value, 100), Some(exact), "{value}");
+            assert_eq!(encoded_len(value), exact, "{value}");
+            assert_eq!(
+                encoded_len_within(value, json_depth(value)),
+                Some(exact),
+                "{value}"
+            );
+            if json_depth(value) > 0 {
+                assert_eq!(
+                    encoded_len_within(value, json_depth(value) - 1),
+                    None,
+                    "{value}"
+                );
+            }
+        }
+        let hostile = (0..100_000).fold(json!(0), |inner, _| Value::Array(vec![inner]));
+        assert_eq!(encoded_len_within(&hostile, MAX_JSON_DEPTH), None);
+        // Dropping it recursively would exhaust the test thread's stack.
+        std::mem::forget(hostile);
+    }
+
+    #[test]
+    fn envelope_ids_are_hyphenated_lower_case_v7_uuids() {
+        let id = new_envelope_id(Utc::now());
+        let parsed = uuid::Uuid::try_parse(&id).unwrap();
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(parsed.to_string(), id);
     }
 
     #[test]

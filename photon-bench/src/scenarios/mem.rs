@@ -7,22 +7,28 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use photon_core::mem::MemStoragePort;
-use photon_core::{PhotonError, Result};
+use photon_core::{PhotonError, Result, TransportCrypto};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{measurements, photon_figures, unless_publish_only, Figures};
+use super::{measurements, photon_figures, sealed_photon_figures, unless_publish_only, Figures};
 use crate::measure::{per_second, BenchOptions, Latencies};
 use crate::report::Measurement;
 
-/// Runs the mem scenario.
+/// Runs the mem scenario: rows `mem` in plaintext and `mem-sealed` with a transport key
+/// (sealed at publish, opened at delivery), both beside the same raw channel figures.
 ///
 /// # Errors
 /// Never in practice: the mem port does not fail.
 pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
     let photon = photon_figures(Arc::new(MemStoragePort::new()), options, "bench").await?;
     let raw = raw_figures(options).await?;
-    Ok(measurements("mem", &photon, &raw))
+    let crypto = TransportCrypto::plaintext().with_key("bench", [7u8; 32])?;
+    let sealed =
+        sealed_photon_figures(Arc::new(MemStoragePort::new()), options, "bench", crypto).await?;
+    let mut rows = measurements("mem", &photon, &raw);
+    rows.extend(measurements("mem-sealed", &sealed, &raw));
+    Ok(rows)
 }
 
 async fn raw_figures(options: &BenchOptions) -> Result<Figures> {

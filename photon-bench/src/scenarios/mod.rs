@@ -7,7 +7,7 @@ pub mod nats;
 mod photon_side;
 pub mod sqlite;
 
-pub use photon_side::{photon_figures, Figures, PhotonSide};
+pub use photon_side::{photon_figures, sealed_photon_figures, Figures, PhotonSide};
 
 use photon_side::unless_publish_only;
 

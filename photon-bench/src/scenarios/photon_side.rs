@@ -49,7 +49,24 @@ pub async fn photon_figures(
     options: &BenchOptions,
     run_id: &str,
 ) -> Result<Figures> {
-    let side = PhotonSide::new(port, run_id);
+    side_figures(&PhotonSide::new(port, run_id), options).await
+}
+
+/// [`photon_figures`] with every event sealed with `crypto`'s newest key and opened again
+/// on delivery, as `Photon::publish` does with a transport key.
+///
+/// # Errors
+/// The port's errors.
+pub async fn sealed_photon_figures(
+    port: Arc<dyn StoragePort>,
+    options: &BenchOptions,
+    run_id: &str,
+    crypto: TransportCrypto,
+) -> Result<Figures> {
+    side_figures(&PhotonSide::with_crypto(port, run_id, crypto), options).await
+}
+
+async fn side_figures(side: &PhotonSide, options: &BenchOptions) -> Result<Figures> {
     Ok(Figures {
         publish: side.publish_rate(options, 0).await?,
         end_to_end: unless_publish_only(options, side.end_to_end_rate(options)).await?,
@@ -66,8 +83,13 @@ pub struct PhotonSide {
 impl PhotonSide {
     /// Photon in plaintext over `port`; topics are prefixed with `run_id`.
     pub fn new(port: Arc<dyn StoragePort>, run_id: &str) -> Self {
+        Self::with_crypto(port, run_id, TransportCrypto::plaintext())
+    }
+
+    /// Photon over `port` with the key ring `crypto` (sealed when it holds a key).
+    pub fn with_crypto(port: Arc<dyn StoragePort>, run_id: &str, crypto: TransportCrypto) -> Self {
         Self {
-            store: EventStore::new(port, TransportCrypto::plaintext()),
+            store: EventStore::new(port, crypto),
             run_id: run_id.to_owned(),
         }
     }

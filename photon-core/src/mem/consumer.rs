@@ -11,6 +11,7 @@ use futures::stream;
 use tokio::sync::watch;
 
 use super::port::MemStoragePort;
+use super::topic::event_id;
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
 use crate::port::{RecordStream, StartAt, SubscribeRequest};
@@ -20,6 +21,8 @@ const PAGE: usize = 512;
 struct Cursor {
     port: MemStoragePort,
     topic: String,
+    /// The topic's number, which its event ids carry.
+    number: usize,
     key: Option<String>,
     after: i64,
     buffer: VecDeque<Result<Record>>,
@@ -30,19 +33,20 @@ struct Cursor {
 
 impl MemStoragePort {
     pub(super) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
-        let (after, head) = {
+        let (number, after, head) = {
             let mut state = self.shared.lock();
-            let (_, log) = state.topic_mut(&request.topic);
+            let (number, log) = state.topic_mut(&request.topic);
             let after = match request.start {
                 StartAt::Beginning => 0,
                 StartAt::AfterSeq(seq) => seq,
                 StartAt::Tail => log.last_seq(),
             };
-            (after, log.head.subscribe())
+            (number, after, log.head.subscribe())
         };
         let cursor = Cursor {
             port: self.clone(),
             topic: request.topic,
+            number,
             key: request.key,
             after,
             buffer: VecDeque::new(),
@@ -100,18 +104,19 @@ impl Cursor {
                 .collect();
             (records, undecodable)
         };
-        // Deep copies are made outside the lock so that publishers are not held up.
+        // Records are decoded outside the lock so that publishers are not held up.
+        let number = self.number;
         self.buffer.extend(records.iter().map(|r| {
             match undecodable.iter().find(|(seq, _)| *seq == r.seq) {
                 Some((_, stored)) => Err(PhotonError::undecodable(
-                    &r.topic_name,
-                    &r.event_id,
+                    &self.topic,
+                    event_id(number, r.seq),
                     r.seq,
-                    r.topic_key.clone(),
+                    r.topic_key.as_deref().map(str::to_owned),
                     stored.clone(),
                     "not a Photon record",
                 )),
-                None => Ok(Record::clone(r)),
+                None => r.decode(number),
             }
         }));
     }

@@ -95,7 +95,7 @@ impl StoragePort for MemStoragePort {
         // An append never waits, so a tight publish loop would never yield to the
         // scheduler (and could not be cancelled): spend cooperative budget instead.
         tokio::task::consume_budget().await;
-        Ok(self.append_now(draft))
+        self.append_now(&draft)
     }
 
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
@@ -103,7 +103,7 @@ impl StoragePort for MemStoragePort {
     }
 
     async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
-        Ok(self.find(event_id))
+        self.find(event_id)
     }
 
     async fn list_by_topic(
@@ -112,11 +112,11 @@ impl StoragePort for MemStoragePort {
         after_seq: i64,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        Ok(self.list_after(topic, after_seq, limit))
+        self.list_after(topic, after_seq, limit)
     }
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
-        Ok(self.newest(topic, limit))
+        self.newest(topic, limit)
     }
 
     async fn list_topics(&self) -> Result<Vec<TopicInfo>> {

@@ -3,25 +3,36 @@
 use std::sync::Arc;
 
 use super::port::MemStoragePort;
-use super::topic::{event_id, parse_event_id};
+use super::topic::{event_id, parse_event_id, StoredRecord};
+use crate::error::Result;
 use crate::event::{Appended, Record, RecordDraft};
 
 impl MemStoragePort {
     /// Stores a draft.
-    pub(super) fn append_now(&self, draft: RecordDraft) -> Appended {
+    ///
+    /// # Errors
+    /// As [`StoredRecord::encode`]; nothing is stored then.
+    pub(super) fn append_now(&self, draft: &RecordDraft) -> Result<Appended> {
+        // Encoded before the lock is taken, so that appends and reads wait only for pushes.
+        let mut record = StoredRecord::encode(draft)?;
         let mut state = self.shared.lock();
         let (number, log) = state.topic_mut(&draft.topic_name);
         let seq = log.last_seq() + 1;
-        let event_id = event_id(number, seq);
-        log.records
-            .push_back(Arc::new(Record::from_draft(draft, event_id.clone(), seq)));
+        record.seq = seq;
+        log.records.push_back(Arc::new(record));
         log.head.send_replace(seq);
-        Appended { event_id, seq }
+        Ok(Appended {
+            event_id: event_id(number, seq),
+            seq,
+        })
     }
 
     /// Appends a record whose stored form is `stored`, which subscriptions cannot decode:
     /// they yield [`crate::PhotonError::Undecodable`] for it, as a durable port does for a
     /// corrupted record. For tests of consumers; the mem port never stores bytes otherwise.
+    ///
+    /// # Panics
+    /// When `topic` or `key` is longer than 65,534 bytes (no valid name is).
     pub fn append_undecodable(&self, topic: &str, key: Option<&str>, stored: &[u8]) -> Appended {
         let draft = RecordDraft {
             envelope_id: String::new(),
@@ -33,52 +44,76 @@ impl MemStoragePort {
                 payload: serde_json::Value::Null,
             },
         };
+        let mut record = StoredRecord::encode(&draft)
+            .expect("a draft of the current time, nulls and names of at most 65,534 bytes encodes");
         let mut state = self.shared.lock();
         let (number, log) = state.topic_mut(topic);
         let seq = log.last_seq() + 1;
-        let event_id = event_id(number, seq);
-        log.records
-            .push_back(Arc::new(Record::from_draft(draft, event_id.clone(), seq)));
+        record.seq = seq;
+        log.records.push_back(Arc::new(record));
         log.undecodable.insert(seq, stored.to_vec());
         log.head.send_replace(seq);
-        Appended { event_id, seq }
+        Appended {
+            event_id: event_id(number, seq),
+            seq,
+        }
     }
 
     /// The record with this id, if stored.
-    pub(super) fn find(&self, event_id: &str) -> Option<Record> {
-        let (number, seq) = parse_event_id(event_id)?;
-        let state = self.shared.lock();
-        let log = state.logs.get(number)?;
-        let index = usize::try_from(seq - log.first_seq).ok()?;
-        log.records.get(index).map(|r| Record::clone(r))
+    ///
+    /// # Errors
+    /// As [`StoredRecord::decode`].
+    pub(super) fn find(&self, event_id: &str) -> Result<Option<Record>> {
+        let Some((number, seq)) = parse_event_id(event_id) else {
+            return Ok(None);
+        };
+        let stored = {
+            let state = self.shared.lock();
+            let Some(log) = state.logs.get(number) else {
+                return Ok(None);
+            };
+            let Ok(index) = usize::try_from(seq - log.first_seq) else {
+                return Ok(None);
+            };
+            log.records.get(index).map(Arc::clone)
+        };
+        stored.map(|stored| stored.decode(number)).transpose()
     }
 
     /// Up to `limit` records with `seq > after_seq`, oldest first.
-    pub(super) fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Vec<Record> {
-        let state = self.shared.lock();
-        state
-            .topic(topic)
-            .map(|log| log.read_after(after_seq, None, limit).0)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| Record::clone(&r))
-            .collect()
+    ///
+    /// # Errors
+    /// As [`StoredRecord::decode`].
+    pub(super) fn list_after(
+        &self,
+        topic: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        let (number, stored) = {
+            let state = self.shared.lock();
+            let Some((number, log)) = state.numbered_topic(topic) else {
+                return Ok(Vec::new());
+            };
+            (number, log.read_after(after_seq, None, limit).0)
+        };
+        stored.iter().map(|r| r.decode(number)).collect()
     }
 
     /// The `limit` newest records, newest first.
-    pub(super) fn newest(&self, topic: &str, limit: usize) -> Vec<Record> {
-        let state = self.shared.lock();
-        state
-            .topic(topic)
-            .map(|log| {
-                log.records
-                    .iter()
-                    .rev()
-                    .take(limit)
-                    .map(|r| Record::clone(r))
-                    .collect()
-            })
-            .unwrap_or_default()
+    ///
+    /// # Errors
+    /// As [`StoredRecord::decode`].
+    pub(super) fn newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+        let (number, stored) = {
+            let state = self.shared.lock();
+            let Some((number, log)) = state.numbered_topic(topic) else {
+                return Ok(Vec::new());
+            };
+            let newest: Vec<_> = log.records.iter().rev().take(limit).cloned().collect();
+            (number, newest)
+        };
+        stored.iter().map(|r| r.decode(number)).collect()
     }
 
     /// Highest seq of the topic, or of one key.
