@@ -273,7 +273,12 @@ impl Member {
     /// Starts reading a newly acquired partition after its checkpoint: through its own
     /// reader where the store reads the partition alone; otherwise returns it with its
     /// start, for the member's shared reader.
-    async fn take(&self, partition: u32, epoch: u64, sent: Instant) -> Option<(Arc<Owned>, StartAt)> {
+    async fn take(
+        &self,
+        partition: u32,
+        epoch: u64,
+        sent: Instant,
+    ) -> Option<(Arc<Owned>, StartAt)> {
         let owned = Owned::new(
             self.scope.clone(),
             partition,

@@ -240,7 +240,8 @@ async fn route(
                     Item::Undecodable(err),
                 ),
                 _ => {
-                    if lock(&state).generation != generation || out.send(Handout::Error(err)).is_err()
+                    if lock(&state).generation != generation
+                        || out.send(Handout::Error(err)).is_err()
                     {
                         return;
                     }
