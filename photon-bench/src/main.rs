@@ -31,6 +31,13 @@ struct Args {
     /// Measure publish throughput only.
     #[arg(long)]
     publish_only: bool,
+    /// Run the consumer group scenario instead: group handlers of 1, 2 and 4 members
+    /// beside a durable handler on the same topic.
+    #[arg(long)]
+    groups: bool,
+    /// Events of the consumer group scenario's topic.
+    #[arg(long, default_value_t = BenchOptions::default().group_events)]
+    group_events: usize,
     /// Where the JSON report goes.
     #[arg(long, default_value = "photon-bench/report/report.json")]
     out: PathBuf,
@@ -51,6 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         payload_bytes: args.payload_bytes,
         rounds: args.rounds.max(1),
         publish_only: args.publish_only,
+        group_events: args.group_events.max(1),
     };
     let adapters: Vec<String> = if args.adapters.is_empty() {
         ADAPTERS.iter().map(|a| (*a).to_owned()).collect()
@@ -63,7 +71,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "running {adapter} ({} events, {} publishers)…",
             options.events, options.publishers
         );
-        match scenarios::run(adapter, &options).await {
+        let measured = if args.groups {
+            scenarios::groups::run(adapter, &options).await
+        } else {
+            scenarios::run(adapter, &options).await
+        };
+        match measured {
             Ok(measurements) => report.measurements.extend(measurements),
             Err(err) => eprintln!("skipped: {adapter}: {err}"),
         }

@@ -18,6 +18,8 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// Measure publish throughput only (no end-to-end, no latency).
     pub publish_only: bool,
+    /// Events of the consumer group scenario's topic.
+    pub group_events: usize,
 }
 
 impl Default for BenchOptions {
@@ -29,6 +31,7 @@ impl Default for BenchOptions {
             payload_bytes: 128,
             rounds: 3,
             publish_only: false,
+            group_events: 20_000,
         }
     }
 }

@@ -42,6 +42,7 @@ macro_rules! conformance_tests {
             concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
             groups_share_work, group_member_leaves, group_resumes_after_restart,
             group_leave_hands_over_quickly, group_lost_lease_is_fenced, group_read_ahead_bounded,
+            group_member_takes_over_partitions,
             undecodable_record,
             gap_after_truncate
         );

@@ -2,6 +2,7 @@
 //! [`photon_figures`] and the raw client doing the same work, in the same run.
 
 pub mod fluvio;
+pub mod groups;
 pub mod mem;
 pub mod nats;
 mod photon_side;

@@ -59,10 +59,10 @@ async fn run_with(
 }
 
 /// A directory removed when dropped.
-struct ScratchDir(PathBuf);
+pub(crate) struct ScratchDir(PathBuf);
 
 impl ScratchDir {
-    fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -76,7 +76,7 @@ impl ScratchDir {
         Ok(Self(path))
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }

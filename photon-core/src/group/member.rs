@@ -21,7 +21,8 @@ use crate::group::options::GroupOptions;
 use crate::group::partition::{
     GroupAck, Handout, Owned, Redelivery, UndecodableAck, UndecodableAcks,
 };
-use crate::port::{Delivery, GroupRequest, StartAt, StoragePort, SubscribeRequest};
+use crate::group::reader::SharedReader;
+use crate::port::{Delivery, GroupRequest, StartAt, StoragePort};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Only map inserts, removals and clones happen under these locks.
@@ -47,6 +48,8 @@ struct Member {
     port: Arc<dyn StoragePort>,
     coordination: Arc<dyn GroupCoordination>,
     owned: Mutex<BTreeMap<u32, Arc<Owned>>>,
+    /// Reads the topic once for the owned partitions the store cannot read alone.
+    shared: SharedReader,
     out: mpsc::UnboundedSender<Handout>,
 }
 
@@ -88,6 +91,12 @@ pub fn join(
         );
         return membership;
     };
+    let shared = SharedReader::new(
+        request.topic.clone(),
+        options.partitions,
+        Arc::clone(&port),
+        out.clone(),
+    );
     let member = Arc::new(Member {
         scope: GroupScope::new(request.group, request.topic),
         owner: format!("{}#{}", options.member, uuid::Uuid::new_v4().simple()),
@@ -96,6 +105,7 @@ pub fn join(
         port,
         coordination,
         owned: Mutex::new(BTreeMap::new()),
+        shared,
         out,
     });
     let (leave, leaving) = oneshot::channel();
@@ -140,6 +150,7 @@ impl Member {
 
     fn forget(&self, owned: &Arc<Owned>) {
         owned.fence();
+        self.shared.remove(owned);
         let mut map = lock(&self.owned);
         if map
             .get(&owned.partition)
@@ -236,6 +247,7 @@ impl Member {
                 }
             }
         }
+        let mut shared = Vec::new();
         for partition in mine {
             if lock(&self.owned).contains_key(&partition) {
                 continue;
@@ -246,18 +258,30 @@ impl Member {
                 .acquire(&self.scope, partition, &self.owner, options.lease)
                 .await
             {
-                Ok(Some(epoch)) => self.take(partition, epoch, sent).await,
+                Ok(Some(epoch)) => shared.extend(self.take(partition, epoch, sent).await),
                 Ok(None) => {}
                 Err(err) => {
                     tracing::warn!(scope = ?self.scope, %err, "group lease acquisition failed")
                 }
             }
         }
+        if !shared.is_empty() {
+            // Together, so that the partitions taken in one heartbeat restart the shared
+            // reader at most once.
+            self.shared.add(shared);
+        }
         Ok(())
     }
 
-    /// Starts reading a newly acquired partition after its checkpoint.
-    async fn take(&self, partition: u32, epoch: u64, sent: Instant) {
+    /// Starts reading a newly acquired partition after its checkpoint: through its own
+    /// reader where the store reads the partition alone; otherwise returns it with its
+    /// start, for the member's shared reader.
+    async fn take(
+        &self,
+        partition: u32,
+        epoch: u64,
+        sent: Instant,
+    ) -> Option<(Arc<Owned>, StartAt)> {
         let owned = Owned::new(
             self.scope.clone(),
             partition,
@@ -272,21 +296,19 @@ impl Member {
             Err(err) => {
                 tracing::warn!(scope = ?self.scope, partition, %err, "cannot load a group partition position");
                 self.release(&owned).await;
-                return;
+                return None;
             }
         };
-        let records = self
+        match self
             .coordination
             .partition_records(&self.scope.topic, partition, start)
-            .unwrap_or_else(|| {
-                self.port.subscribe(SubscribeRequest {
-                    topic: self.scope.topic.clone(),
-                    key: None,
-                    start,
-                    durable: None,
-                })
-            });
-        owned.start_reader(records, self.options.partitions, self.out.clone());
+        {
+            Some(records) => {
+                owned.start_reader(records, self.out.clone());
+                None
+            }
+            None => Some((owned, start)),
+        }
     }
 
     /// Where a partition's reader starts: after its checkpoint; a partition without one

@@ -17,6 +17,9 @@
 //!   repeats at most the events acknowledged after the last commit.
 //! - Read-ahead is bounded per partition ([`GroupOptions::read_ahead`]), also while one
 //!   delivery stays unacknowledged.
+//! - A member reads the topic once for all the partitions it owns and routes each record to
+//!   its partition, unless the store reads a partition alone (broker shards,
+//!   [`GroupCoordination::partition_records`]): then each partition has its own reader.
 //!
 //! **In one port instance** ([`GroupDispatchers`]): the older dispatcher, for ports without
 //! the primitive; its groups do not span processes.
@@ -27,6 +30,7 @@ mod dispatcher;
 mod member;
 mod options;
 mod partition;
+mod reader;
 
 pub use assignment::{assigned_to, partition_of};
 pub use coordination::{GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease};

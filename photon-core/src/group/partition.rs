@@ -1,5 +1,5 @@
-//! One partition owned by a member at one epoch: its reader, its read-ahead bound, its
-//! acknowledgements and the position they make committable.
+//! One partition owned by a member at one epoch: its read-ahead bound, its own reader where
+//! the store reads partitions alone, its acknowledgements and the position they make committable.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -7,12 +7,11 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
-use crate::group::assignment::partition_of;
 use crate::group::coordination::{GroupScope, Ownership};
 use crate::port::{Acknowledge, RecordStream};
 use crate::progress::Progress;
@@ -157,6 +156,8 @@ impl Owned {
     /// Stops handing out (before a release); returns when draining started.
     pub(crate) fn drain(&self) -> Instant {
         self.active.store(false, Ordering::SeqCst);
+        // A reader waiting for read-ahead room stops waiting: nothing more is handed out.
+        self.permits.close();
         *lock(&self.draining_since).get_or_insert_with(Instant::now)
     }
 
@@ -169,6 +170,7 @@ impl Owned {
     pub(crate) fn fence(&self) {
         self.active.store(false, Ordering::SeqCst);
         self.fenced.store(true, Ordering::SeqCst);
+        self.permits.close();
         if let Some(reader) = lock(&self.reader).take() {
             reader.abort();
         }
@@ -201,6 +203,29 @@ impl Owned {
         }
     }
 
+    /// Waits for read-ahead room for one more record of this partition; `None` once the
+    /// partition stops handing out (drained, fenced, or past its local deadline), so that a
+    /// reader shared with other partitions is never held by one that hands nothing out.
+    pub(crate) async fn admit(&self) -> Option<OwnedSemaphorePermit> {
+        loop {
+            if !self.hands_out() {
+                return None;
+            }
+            let deadline = *lock(&self.deadline);
+            tokio::select! {
+                permit = Arc::clone(&self.permits).acquire_owned() => return permit.ok(),
+                // A renewal may have moved the deadline meanwhile: look again.
+                () = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    }
+
+    /// Records that `seq` was read for this partition (in seq order), holding `permit`
+    /// until it is acknowledged.
+    pub(crate) fn received(&self, seq: i64, permit: OwnedSemaphorePermit) {
+        self.progress.received(0, seq, Some(permit));
+    }
+
     /// Counts a record as handed out.
     pub(crate) fn handed_out(&self) {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -215,16 +240,16 @@ impl Owned {
         }
     }
 
-    /// Starts the reader: records of this partition from `records`, at most `read_ahead`
-    /// of them received and not yet acknowledged.
+    /// Starts this partition's own reader over `records`, the store's read of this
+    /// partition alone ([`crate::group::GroupCoordination::partition_records`]): at most
+    /// `read_ahead` of them received and not yet acknowledged.
     pub(crate) fn start_reader(
         self: &Arc<Self>,
         records: RecordStream,
-        partitions: u32,
         out: mpsc::UnboundedSender<Handout>,
     ) {
         let owned = Arc::clone(self);
-        let reader = tokio::spawn(read(owned, records, partitions, out));
+        let reader = tokio::spawn(read(owned, records, out));
         let mut slot = lock(&self.reader);
         if self.fenced.load(Ordering::SeqCst) {
             reader.abort();
@@ -234,33 +259,21 @@ impl Owned {
     }
 }
 
-async fn read(
-    owned: Arc<Owned>,
-    mut records: RecordStream,
-    partitions: u32,
-    out: mpsc::UnboundedSender<Handout>,
-) {
+async fn read(owned: Arc<Owned>, mut records: RecordStream, out: mpsc::UnboundedSender<Handout>) {
     loop {
+        // Closed once the partition is drained or fenced.
         let Ok(permit) = Arc::clone(&owned.permits).acquire_owned().await else {
             return;
         };
         let handout = match records.next().await {
             None => return,
             Some(Ok(record)) => {
-                if partition_of(record.topic_key.as_deref(), record.seq, partitions)
-                    != owned.partition
-                {
-                    continue;
-                }
-                owned.progress.received(0, record.seq, Some(permit));
+                owned.received(record.seq, permit);
                 Handout::Record(Arc::clone(&owned), record)
             }
             Some(Err(err)) => match &err {
-                PhotonError::Undecodable { key, seq, .. } => {
-                    if partition_of(key.as_deref(), *seq, partitions) != owned.partition {
-                        continue;
-                    }
-                    owned.progress.received(0, *seq, Some(permit));
+                PhotonError::Undecodable { seq, .. } => {
+                    owned.received(*seq, permit);
                     Handout::Undecodable(Arc::clone(&owned), *seq, err)
                 }
                 _ => Handout::Error(err),

@@ -462,3 +462,121 @@ pub async fn group_read_ahead_bounded(ctx: Context) {
     let mut again = photon_core::group::join(ctx.port().await, coordination, request, options());
     assert_quiet(&mut again, Duration::from_millis(800)).await;
 }
+
+/// What the members of one group handled, in handling order: `(member, key, seq)`.
+type Handled = Arc<Mutex<Vec<(usize, String, i64)>>>;
+
+/// Handles deliveries as `member`, acknowledging each after `pause`, until `stop_after`
+/// (if any) of this member's were handled.
+fn run_paced_member(
+    member: usize,
+    mut stream: DeliveryStream,
+    handled: Handled,
+    pause: Duration,
+    stop_after: Option<usize>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut count = 0;
+        while let Some(item) = stream.next().await {
+            let delivery = item.unwrap();
+            tokio::time::sleep(pause).await;
+            let key = delivery.record.topic_key.clone().unwrap();
+            // Logged before the acknowledgement, so that the log's order is the handling
+            // order also across a handover.
+            handled
+                .lock()
+                .unwrap()
+                .push((member, key, delivery.record.seq));
+            delivery.ack.ack().await.unwrap();
+            count += 1;
+            if Some(count) == stop_after {
+                return;
+            }
+        }
+    })
+}
+
+/// A member reads the topic once for all the partitions it owns: it owns half of them, its
+/// reader passes the whole topic, then it takes over the other half when the slow second
+/// member leaves after 30 events. Each partition's events are handled exactly once, in seq
+/// order, across both members: none repeated, none lost.
+pub async fn group_member_takes_over_partitions(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let Some(coordination) = port.group_coordination() else {
+        return;
+    };
+    let topic = ctx.topic("takeover");
+    let handled: Handled = Arc::default();
+    let stayer = run_paced_member(
+        0,
+        join(&ctx, &port, "g", 0, &topic),
+        handled.clone(),
+        Duration::ZERO,
+        None,
+    );
+    let leaver_port = ctx.port().await;
+    let leaver = run_paced_member(
+        1,
+        join(&ctx, &leaver_port, "g", 1, &topic),
+        handled.clone(),
+        Duration::from_millis(20),
+        Some(30),
+    );
+    // Both members join and split the partitions before anything is published.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut published: Vec<(String, i64)> = Vec::new();
+    for i in 0..400 {
+        let key = format!("k{}", i % 16);
+        let appended = store
+            .publish(&topic, Some(&key), json!(null), json!({"i": i}))
+            .await
+            .unwrap();
+        published.push((key, appended.seq));
+    }
+    leaver.await.unwrap();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while handled.lock().unwrap().len() < 400 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "deadline passed with {} of 400 handled",
+            handled.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Anything beyond 400 would be a repeat: give it time to show up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stayer.abort();
+    let handled = handled.lock().unwrap().clone();
+    assert_eq!(handled.len(), 400, "each event handled exactly once");
+    assert_eq!(handled.iter().filter(|(m, _, _)| *m == 1).count(), 30);
+    let partitions = coordination
+        .topic_partitions(&topic)
+        .unwrap_or(DEFAULT_PARTITIONS);
+    let partition = |key: &str, seq: i64| partition_of(Some(key), seq, partitions);
+    let mut expected: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    for (key, seq) in &published {
+        expected.entry(partition(key, *seq)).or_default().push(*seq);
+    }
+    let mut actual: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    let mut members: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (member, key, seq) in &handled {
+        actual.entry(partition(key, *seq)).or_default().push(*seq);
+        let owners = members.entry(partition(key, *seq)).or_default();
+        if owners.last() != Some(member) {
+            owners.push(*member);
+        }
+    }
+    assert_eq!(
+        actual, expected,
+        "each partition's events handled exactly once, in seq order"
+    );
+    assert!(
+        members.values().any(|owners| owners == &[1, 0]),
+        "the stayer took over a partition of the leaver: {members:?}"
+    );
+    assert!(
+        members.values().any(|owners| owners == &[0]),
+        "the stayer kept its own partitions: {members:?}"
+    );
+}

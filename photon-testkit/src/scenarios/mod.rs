@@ -66,6 +66,7 @@ catalogue!(
     groups::group_leave_hands_over_quickly,
     groups::group_lost_lease_is_fenced,
     groups::group_read_ahead_bounded,
+    groups::group_member_takes_over_partitions,
     failures::undecodable_record,
 );
 
