@@ -478,6 +478,7 @@ impl Stream for GroupMembership {
                 if owned.hands_out() {
                     return Poll::Ready(Some(Ok(self.delivery(owned, record))));
                 }
+                owned.pass_over();
                 continue;
             }
             match self.receiver.poll_recv(cx) {
@@ -485,6 +486,7 @@ impl Stream for GroupMembership {
                     if owned.hands_out() {
                         return Poll::Ready(Some(Ok(self.delivery(owned, record))));
                     }
+                    owned.pass_over();
                 }
                 Poll::Ready(Some(Handout::Undecodable(owned, seq, err))) => {
                     if owned.hands_out() {
@@ -497,6 +499,7 @@ impl Stream for GroupMembership {
                         self.undecodable.insert(seq, Box::new(ack));
                         return Poll::Ready(Some(Err(err)));
                     }
+                    owned.pass_over();
                 }
                 Poll::Ready(Some(Handout::Error(err))) => return Poll::Ready(Some(Err(err))),
                 Poll::Ready(Some(Handout::Wake)) => {}

@@ -82,6 +82,10 @@ pub(crate) struct Owned {
     active: AtomicBool,
     /// Lost or released: acknowledgements are refused.
     fenced: AtomicBool,
+    /// An event of this ownership was read and not handed out because the local deadline
+    /// had passed: a renewal that lands afterwards must not keep this ownership, whose
+    /// position is then before an event nobody will hand out.
+    passed_over: AtomicBool,
     /// Handed out and neither acknowledged nor given back.
     in_flight: AtomicUsize,
     progress: Progress,
@@ -116,6 +120,7 @@ impl Owned {
             deadline: Mutex::new(deadline),
             active: AtomicBool::new(true),
             fenced: AtomicBool::new(false),
+            passed_over: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             progress: Progress::default(),
             positions: Mutex::new(Positions::default()),
@@ -136,9 +141,20 @@ impl Owned {
     }
 
     /// Whether the local deadline passed while the ownership was not ended: the member
-    /// stopped handing out this partition and may have passed over events read meanwhile.
+    /// stopped handing out this partition and may have passed over events read meanwhile
+    /// (also when a late renewal moved the deadline again since).
     pub(crate) fn lapsed(&self) -> bool {
-        !self.fenced.load(Ordering::SeqCst) && !self.within_deadline()
+        !self.fenced.load(Ordering::SeqCst)
+            && (!self.within_deadline() || self.passed_over.load(Ordering::SeqCst))
+    }
+
+    /// Records that an event of this partition was dropped instead of handed out. Only an
+    /// ownership that still hands out after a renewal needs to know: a drained or fenced
+    /// one is given back and read again by the next owner anyway.
+    pub(crate) fn pass_over(&self) {
+        if self.active.load(Ordering::SeqCst) && !self.fenced.load(Ordering::SeqCst) {
+            self.passed_over.store(true, Ordering::SeqCst);
+        }
     }
 
     /// Whether a new event of this partition may be handed out now.
@@ -368,5 +384,37 @@ impl Acknowledge for UndecodableAck {
             epoch: self.owned.epoch,
             owner: self.owned.owner.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn owned(deadline: Instant) -> Arc<Owned> {
+        Owned::new(GroupScope::new("g", "t"), 3, 1, "m#1".into(), deadline, 4)
+    }
+
+    #[test]
+    fn a_late_renewal_does_not_keep_an_ownership_that_passed_an_event_over() {
+        let past = owned(Instant::now() - Duration::from_millis(1));
+        assert!(past.lapsed());
+        past.pass_over();
+        past.extend(Instant::now() + Duration::from_secs(60));
+        assert!(past.hands_out());
+        assert!(past.lapsed(), "an event was dropped during the lapse");
+    }
+
+    #[test]
+    fn a_renewal_in_time_keeps_the_ownership() {
+        let live = owned(Instant::now() + Duration::from_secs(60));
+        live.extend(Instant::now() + Duration::from_secs(120));
+        assert!(!live.lapsed());
+        // Dropping the events of a drained partition is its hand-over, not a lapse.
+        live.drain();
+        live.pass_over();
+        assert!(!live.lapsed());
     }
 }

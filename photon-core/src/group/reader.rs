@@ -262,7 +262,9 @@ async fn route(
         };
         // Holds the reader while the partition's read-ahead is exhausted.
         let Some(permit) = owned.admit().await else {
-            // The partition stopped handing out; the member gives it back.
+            // The partition stopped handing out; the member gives it back (or, when a late
+            // renewal keeps it, reads it again: see `Owned::lapsed`).
+            owned.pass_over();
             continue;
         };
         let mut guard = lock(&state);
