@@ -18,6 +18,7 @@
 mod context;
 pub mod crash;
 pub mod group_processes;
+pub mod group_restart;
 pub mod scenarios;
 
 pub use context::{
