@@ -85,6 +85,7 @@ mod layout;
 mod port;
 mod publish;
 mod retention;
+mod socket;
 pub mod stream_shard;
 mod tail;
 mod topic;
@@ -96,5 +97,6 @@ pub use config::{
 pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
+pub use socket::prompt_connector;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};
