@@ -73,6 +73,7 @@
 //! - [`durable_consumer_name`] and [`consumer_group_for`]: the Fluvio ids of durable
 //!   subscriptions and groups.
 //! - [`fluvio_endpoint_from_env`]: the endpoint tests and tools connect to.
+//! - [`prompt_connector`]: the socket setup of the port's connections, for raw clients.
 
 mod checkpoint;
 mod codec;
