@@ -34,7 +34,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::FluvioConfig;
 use crate::fetch::{end_offset, read_range};
 use crate::stream_shard::shard_of_seq;
-use crate::topic::{checkpoints_topic_name, snapshot_topic_name, unavailable, Topics};
+use crate::topic::{
+    checkpoints_topic_name, snapshot_topic_name, unavailable, OpenProducer, Topics,
+};
 
 /// Fewest commits between two snapshots.
 pub(crate) const SNAPSHOT_EVERY: usize = 256;
@@ -183,10 +185,7 @@ impl Checkpoints {
             return Ok(false);
         }
         let name = checkpoints_topic_name(&cx.config.prefix);
-        let open = cx
-            .topics
-            .producer(|| cx.fluvio.clone(), cx.config, &name)
-            .await?;
+        let open = producer(cx, &name).await?;
         let record_key =
             serde_json::to_vec(&entry).map_err(|e| PhotonError::codec("checkpoint key", e))?;
         let value = serde_json::to_vec(&Commit {
@@ -275,10 +274,7 @@ impl Checkpoints {
             (state.read_through, entries)
         };
         let name = snapshot_topic_name(&cx.config.prefix);
-        let open = cx
-            .topics
-            .producer(|| cx.fluvio.clone(), cx.config, &name)
-            .await?;
+        let open = producer(cx, &name).await?;
         let mut parts = Vec::new();
         for chunk in parts_of(&entries)? {
             match send(&open.producer, &name, b"snapshot-part".to_vec(), chunk).await {
@@ -441,6 +437,25 @@ async fn load_snapshot(cx: &Context<'_>, values: &mut HashMap<Entry, i64>) -> Re
         }
         Some((_, SnapshotRecord::Part { .. })) => Ok(None),
     }
+}
+
+/// The producer of `name` on the context's client: one opened on a client that was
+/// replaced since (the stream connection after an SPU restart) is dropped and reopened.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the producer cannot be opened.
+async fn producer(cx: &Context<'_>, name: &str) -> Result<std::sync::Arc<OpenProducer>> {
+    let open = cx
+        .topics
+        .producer(|| cx.fluvio.clone(), cx.config, name)
+        .await?;
+    if std::sync::Arc::ptr_eq(&open.client, &cx.fluvio) {
+        return Ok(open);
+    }
+    cx.topics.forget(name);
+    cx.topics
+        .producer(|| cx.fluvio.clone(), cx.config, name)
+        .await
 }
 
 /// Sends one record and waits for its ack; returns its offset.

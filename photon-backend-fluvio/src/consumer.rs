@@ -480,8 +480,15 @@ enum Ended {
     Evicted,
 }
 
+/// Least time between two rounds of the consumer-offset mirror. Storing one consumer
+/// offset opens a consumer and takes several round trips on the stream connection, the
+/// one subscriptions stream on; a durable subscription at full speed commits a checkpoint
+/// every few milliseconds, so mirroring every commit cost the subscriptions themselves.
+const MIRROR_EVERY: Duration = Duration::from_secs(1);
+
 /// Keeps the Fluvio consumer offsets of durable subscriptions in step with their
-/// checkpoints, in the background (newest value per consumer and topic wins).
+/// checkpoints, in the background (newest value per consumer and topic wins), at most one
+/// round per [`MIRROR_EVERY`].
 pub(crate) async fn mirror_consumer_offsets(
     port: std::sync::Weak<crate::port::Inner>,
     mut updates: mpsc::UnboundedReceiver<(CheckpointKey, i64)>,
@@ -511,6 +518,9 @@ pub(crate) async fn mirror_consumer_offsets(
                 tracing::debug!(port = "fluvio", consumer = %id, topic = %name, "consumer offset not stored");
             }
         }
+        drop(inner);
+        // Updates arriving meanwhile are coalesced into the next round.
+        tokio::time::sleep(MIRROR_EVERY).await;
     }
 }
 

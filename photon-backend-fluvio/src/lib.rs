@@ -89,6 +89,7 @@
 //! - [`durable_consumer_name`] and [`consumer_group_for`]: Fluvio-safe ids of durable
 //!   subscriptions and of a group on a topic.
 //! - [`fluvio_endpoint_from_env`]: the endpoint tests and tools connect to.
+//! - [`prompt_connector`]: the socket setup of the port's connections, for raw clients.
 
 mod checkpoint;
 mod codec;
@@ -103,6 +104,7 @@ mod layout;
 mod port;
 mod publish;
 mod retention;
+mod socket;
 pub mod stream_shard;
 mod tail;
 mod topic;
@@ -114,5 +116,6 @@ pub use config::{
 pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
+pub use socket::prompt_connector;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};

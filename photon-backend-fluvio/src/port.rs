@@ -122,6 +122,18 @@ impl FluvioStoragePort {
         }
     }
 
+    /// The context of checkpoint commits: on the stream connection. The SPU serves the
+    /// requests of one connection one at a time, so a commit on the publish connection
+    /// waited behind every produce request queued there by publishers, and a durable
+    /// subscriber waits for its commits (measured: see `photon-bench/PERFORMANCE_STUDY.md`).
+    pub(crate) fn commit_context(&self) -> Context<'_> {
+        Context {
+            fluvio: self.inner.stream.current(),
+            config: &self.inner.config,
+            topics: &self.inner.topics,
+        }
+    }
+
     /// Refuses a topic stored in another layout (see [`crate::layout`]).
     pub(crate) async fn check_layout(&self, topic: &str) -> Result<()> {
         let inner = &self.inner;
@@ -215,7 +227,7 @@ impl StoragePort for FluvioStoragePort {
         let written = self
             .inner
             .checkpoints
-            .commit(&self.checkpoint_context(), key, seq)
+            .commit(&self.commit_context(), key, seq)
             .await?;
         if written {
             // The mirror is best effort: the checkpoint topic is authoritative.

@@ -6,6 +6,9 @@
 //! ack (`send(..).await` then `wait()`), and one consumer. Its consumers run on a second
 //! `Fluvio` connection, as the port's do: a streaming consumer on the producer's connection
 //! slows that producer's acks down by 30x or more, so that is not the client's ceiling.
+//! Both connections use the port's socket setup
+//! ([`prompt_connector`](photon_backend_fluvio::prompt_connector)): with the client's
+//! default sockets a round trip takes about 44 ms on either side.
 //! The cluster is `PHOTON_FLUVIO_ENDPOINT` (default `127.0.0.1:9003`); every topic has a
 //! fresh run prefix, and both sides' topics are deleted afterwards.
 //!
@@ -22,7 +25,7 @@ use fluvio::{
     Fluvio, FluvioClusterConfig, Offset, RecordKey, TopicProducerConfigBuilder, TopicProducerPool,
 };
 use futures::StreamExt;
-use photon_backend_fluvio::{fluvio_endpoint_from_env, FluvioStoragePortBuilder};
+use photon_backend_fluvio::{fluvio_endpoint_from_env, prompt_connector, FluvioStoragePortBuilder};
 use photon_core::{PhotonError, Result};
 
 use super::{
@@ -45,10 +48,10 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .await?;
     let photon = PhotonSide::new(Arc::new(port), "bench");
     let cluster = FluvioClusterConfig::new(endpoint);
-    let fluvio = Fluvio::connect_with_config(&cluster)
+    let fluvio = Fluvio::connect_with_connector(prompt_connector(), &cluster)
         .await
         .map_err(|e| raw_error("connect", e))?;
-    let streaming = Fluvio::connect_with_config(&cluster)
+    let streaming = Fluvio::connect_with_connector(prompt_connector(), &cluster)
         .await
         .map_err(|e| raw_error("connect", e))?;
     let raw = RawSide {
