@@ -32,11 +32,10 @@ use photon_core::{CheckpointKey, PhotonError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
+use crate::error::unavailable;
 use crate::fetch::{end_offset, read_range};
 use crate::stream_shard::shard_of_seq;
-use crate::topic::{
-    checkpoints_topic_name, snapshot_topic_name, unavailable, OpenProducer, Topics,
-};
+use crate::topic::{checkpoints_topic_name, snapshot_topic_name, OpenProducer, Topics};
 
 /// Fewest commits between two snapshots.
 pub(crate) const SNAPSHOT_EVERY: usize = 256;
@@ -408,7 +407,7 @@ async fn load_snapshot(cx: &Context<'_>, values: &mut HashMap<Entry, i64>) -> Re
                     }
                     Ok(_) => {
                         error = Some(PhotonError::Unavailable {
-                            backend: "fluvio",
+                            backend: crate::error::LABEL,
                             message: format!(
                                 "snapshot part {name}@{} is not a part",
                                 record.offset()
@@ -425,7 +424,7 @@ async fn load_snapshot(cx: &Context<'_>, values: &mut HashMap<Entry, i64>) -> Re
             }
             if read != wanted.len() {
                 return Err(PhotonError::Unavailable {
-                    backend: "fluvio",
+                    backend: crate::error::LABEL,
                     message: format!(
                         "snapshot {name}: {read} of {} parts readable (retention removed some?)",
                         wanted.len()

@@ -20,7 +20,7 @@ use std::time::Duration;
 use fluvio::{Fluvio, FluvioClusterConfig};
 use photon_core::{PhotonError, Result};
 
-use crate::topic::unavailable;
+use crate::error::unavailable;
 
 /// How long connecting to the SC may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -115,7 +115,7 @@ async fn open_client(endpoint: &str) -> Result<Fluvio> {
         Ok(Ok(fluvio)) => Ok(fluvio),
         Ok(Err(err)) => Err(unavailable(format!("cannot connect to {endpoint}"), err)),
         Err(_) => Err(PhotonError::Unavailable {
-            backend: "fluvio",
+            backend: crate::error::LABEL,
             message: format!("no answer from {endpoint} within {CONNECT_TIMEOUT:?}"),
             source: None,
         }),

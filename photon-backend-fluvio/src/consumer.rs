@@ -453,7 +453,7 @@ impl ShardReader {
         if !state.reported && down_for >= REPORT_AFTER {
             state.reported = true;
             let err = PhotonError::Unavailable {
-                backend: "fluvio",
+                backend: crate::error::LABEL,
                 message: format!(
                     "subscription to {name} cannot read from offset {} for {down_for:?} ({cause}); still retrying",
                     self.next

@@ -10,7 +10,8 @@ use fluvio::{Fluvio, Offset};
 use futures::StreamExt;
 use photon_core::{PhotonError, Result};
 
-use crate::topic::{is_not_found, retry_not_found, unavailable};
+use crate::error::unavailable;
+use crate::topic::{is_not_found, retry_not_found};
 
 /// Largest fetch: covers the largest batch the port writes (2 MB) with room to spare.
 pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
@@ -127,7 +128,7 @@ pub(crate) async fn read_range(
             }
             Ok(None) => {
                 return Err(PhotonError::Unavailable {
-                    backend: "fluvio",
+                    backend: crate::error::LABEL,
                     message: format!("{topic} ended before offset {end}"),
                     source: None,
                 })
@@ -139,7 +140,7 @@ pub(crate) async fn read_range(
 
 fn timeout(topic: &str) -> PhotonError {
     PhotonError::Unavailable {
-        backend: "fluvio",
+        backend: crate::error::LABEL,
         message: format!("reading {topic} took longer than {READ_DEADLINE:?}"),
         source: None,
     }

@@ -59,10 +59,11 @@ use photon_core::group::{
 use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
 use tokio::sync::{oneshot, watch, OnceCell};
 
+use crate::error::unavailable;
 use crate::fetch::{end_offset, open};
 use crate::group_machine::{Command, Machine, Op, Outcome};
 use crate::port::{FluvioStoragePort, Inner};
-use crate::topic::{ensure_topic, groups_topic_name, unavailable};
+use crate::topic::{ensure_topic, groups_topic_name};
 
 /// How long one call may take to reach the log and see it applied.
 pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(10);
@@ -155,7 +156,7 @@ impl FluvioCoordination {
 
     fn timed_out(name: &str, what: &str) -> PhotonError {
         PhotonError::Unavailable {
-            backend: "fluvio",
+            backend: crate::error::LABEL,
             message: format!(
                 "group coordination topic {name}: {what} not done within {COMMAND_DEADLINE:?}"
             ),
@@ -272,7 +273,7 @@ impl FluvioCoordination {
 
     fn unexpected(outcome: &Outcome) -> PhotonError {
         PhotonError::Storage {
-            backend: "fluvio",
+            backend: crate::error::LABEL,
             message: format!("group command answered with {outcome:?}"),
             source: None,
         }
@@ -385,7 +386,7 @@ impl GroupCoordination for FluvioCoordination {
                     .iter()
                     .map(|_| {
                         Err(PhotonError::Unavailable {
-                            backend: "fluvio",
+                            backend: crate::error::LABEL,
                             message: message.clone(),
                             source: None,
                         })

@@ -28,8 +28,9 @@ use photon_core::{PhotonError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
+use crate::error::unavailable;
 use crate::fetch::{end_offset, read_range};
-use crate::topic::{ensure_topic, fluvio_topic_name, unavailable, Topics};
+use crate::topic::{ensure_topic, fluvio_topic_name, Topics};
 
 /// The cluster-wide topic of layout records.
 pub const LAYOUTS_TOPIC: &str = "photon--layouts";

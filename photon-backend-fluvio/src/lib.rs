@@ -97,6 +97,7 @@ mod config;
 mod connection;
 mod consumer;
 mod dedup;
+mod error;
 mod fetch;
 mod group;
 mod group_machine;

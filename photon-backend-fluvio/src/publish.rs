@@ -31,9 +31,10 @@ use photon_core::{Appended, PhotonError, RecordDraft, Result};
 
 use crate::codec::{encode_value, event_id};
 use crate::config::FluvioConfig;
+use crate::error::unavailable;
 use crate::port::{FluvioStoragePort, Inner};
 use crate::stream_shard::{seq_of, shard_for_key};
-use crate::topic::{fluvio_topic_name, retry_not_found, unavailable, OpenProducer};
+use crate::topic::{fluvio_topic_name, retry_not_found, OpenProducer};
 
 /// Largest produce request: the SPU takes batches up to 2 MiB, which holds a 1 MiB Photon
 /// body once sealed (base64 grows it by a third) and wrapped in its record.
@@ -85,7 +86,7 @@ impl AckWatch {
             result = output.wait() => result,
             _ = stalled.changed() => {
                 return Err(PhotonError::Unavailable {
-                    backend: "fluvio",
+                    backend: crate::error::LABEL,
                     message: format!("no ack from {name}: none came within {ACK_TIMEOUT:?}"),
                     source: None,
                 });

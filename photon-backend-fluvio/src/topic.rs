@@ -24,6 +24,7 @@ use photon_core::{PhotonError, Result};
 use tokio::sync::OnceCell;
 
 use crate::config::FluvioConfig;
+use crate::error::unavailable;
 use crate::retention::cleanup_policy;
 use crate::stream_shard::fnv1a;
 
@@ -32,8 +33,6 @@ pub(crate) const MAX_FLUVIO_NAME: usize = 63;
 
 /// Longest accepted prefix: leaves room for the shard part, a stem and the hash.
 pub(crate) const MAX_PREFIX_LEN: usize = 20;
-
-const LABEL: &str = "fluvio";
 
 /// How long a newly created topic may stay invisible to producers and consumers.
 const PROVISION_WAIT: Duration = Duration::from_secs(30);
@@ -341,15 +340,6 @@ pub(crate) fn is_not_found(err: &anyhow::Error) -> bool {
         err.downcast_ref::<fluvio::FluvioError>(),
         Some(fluvio::FluvioError::TopicNotFound(_))
     ) || err.to_string().contains("not found")
-}
-
-/// A retryable error with the client's error as source.
-pub(crate) fn unavailable(message: String, err: impl std::fmt::Display) -> PhotonError {
-    PhotonError::Unavailable {
-        backend: LABEL,
-        message: format!("{message}: {err}"),
-        source: None,
-    }
 }
 
 #[cfg(test)]

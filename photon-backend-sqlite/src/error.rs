@@ -3,7 +3,8 @@
 use photon_core::PhotonError;
 use rusqlite::ErrorCode;
 
-use crate::port::LABEL;
+/// The port's label in logs, metrics and errors.
+pub(crate) const LABEL: &str = "sqlite";
 
 /// Whether retrying may succeed: another process held the lock past the busy timeout.
 pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {

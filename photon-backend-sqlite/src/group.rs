@@ -24,7 +24,8 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::config::SqliteConfig;
 use crate::error::sqlite_error;
-use crate::port::{SqliteStoragePort, LABEL};
+use crate::error::LABEL;
+use crate::port::SqliteStoragePort;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS group_members (

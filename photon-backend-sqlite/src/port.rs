@@ -12,15 +12,12 @@ use photon_core::{
 };
 
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
-use crate::error::writer_gone;
+use crate::error::{writer_gone, LABEL};
 use crate::group::SqliteCoordination;
 use crate::reader::Readers;
 use crate::schema::open_writer;
 use crate::topic::TopicHeads;
 use crate::writer::{Command, Writer};
-
-/// The port's label in logs, metrics and errors.
-pub(crate) const LABEL: &str = "sqlite";
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///

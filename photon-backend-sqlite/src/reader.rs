@@ -7,7 +7,7 @@ use photon_core::{PhotonError, Result};
 use rusqlite::Connection;
 
 use crate::config::SqliteConfig;
-use crate::port::LABEL;
+use crate::error::LABEL;
 use crate::schema::open_reader;
 
 /// A pool of read connections onto one database file.

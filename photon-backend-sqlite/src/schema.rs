@@ -93,7 +93,7 @@ fn try_open_writer(config: &SqliteConfig) -> std::result::Result<Connection, Set
         .map_err(step("switch to WAL mode"))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Setup::Failed(PhotonError::Storage {
-            backend: crate::port::LABEL,
+            backend: crate::error::LABEL,
             message: format!(
                 "{} refused WAL mode (journal_mode is {mode})",
                 config.path.display()

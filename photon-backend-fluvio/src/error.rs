@@ -1,0 +1,16 @@
+//! Mapping of the `fluvio` client's errors onto [`PhotonError`], and the port's label.
+
+use photon_core::PhotonError;
+
+/// The port's label in logs, metrics and errors.
+pub(crate) const LABEL: &str = "fluvio";
+
+/// A retryable error: the cluster did not answer or is not ready. The client's description
+/// goes into the message (its error types do not all implement `std::error::Error`).
+pub(crate) fn unavailable(message: String, err: impl std::fmt::Display) -> PhotonError {
+    PhotonError::Unavailable {
+        backend: LABEL,
+        message: format!("{message}: {err}"),
+        source: None,
+    }
+}
