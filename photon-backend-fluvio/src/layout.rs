@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::FluvioConfig;
 use crate::error::unavailable;
 use crate::fetch::{end_offset, read_range};
-use crate::topic::{ensure_topic, fluvio_topic_name, Topics};
+use crate::topic::{ensure_topic, fluvio_topic_name, is_settling, Topics, PROVISION_WAIT};
 
 /// The cluster-wide topic of layout records.
 pub const LAYOUTS_TOPIC: &str = "photon--layouts";
@@ -155,17 +155,24 @@ impl Layouts {
         if !recorded {
             let value =
                 serde_json::to_vec(&ours).map_err(|e| PhotonError::codec("topic layout", e))?;
-            let open = topics
-                .producer(|| fluvio.clone(), config, LAYOUTS_TOPIC)
-                .await?;
-            let sent = match open.producer.send(RecordKey::NULL, value).await {
-                Ok(output) => output.wait().await.map(|_| ()).map_err(anyhow::Error::from),
-                Err(err) => Err(err),
-            };
-            if let Err(err) = sent {
+            // Right after the layouts topic is created its partition may have no leader
+            // yet: such a write is tried again until the topic settles.
+            let settled = tokio::time::Instant::now() + PROVISION_WAIT;
+            loop {
+                let open = topics
+                    .producer(|| fluvio.clone(), config, LAYOUTS_TOPIC)
+                    .await?;
+                let sent = match open.producer.send(RecordKey::NULL, value.clone()).await {
+                    Ok(output) => output.wait().await.map(|_| ()).map_err(anyhow::Error::from),
+                    Err(err) => Err(err),
+                };
+                let Err(err) = sent else { break };
                 open.producer.clear_errors().await;
                 topics.forget(LAYOUTS_TOPIC);
-                return Err(unavailable(format!("cannot write to {LAYOUTS_TOPIC}"), err));
+                if !is_settling(&err) || tokio::time::Instant::now() >= settled {
+                    return Err(unavailable(format!("cannot write to {LAYOUTS_TOPIC}"), err));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
             // Another port may have recorded a different layout first.
             self.read_new(fluvio).await?;

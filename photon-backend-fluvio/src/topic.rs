@@ -35,7 +35,7 @@ pub(crate) const MAX_FLUVIO_NAME: usize = 63;
 pub(crate) const MAX_PREFIX_LEN: usize = 20;
 
 /// How long a newly created topic may stay invisible to producers and consumers.
-const PROVISION_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const PROVISION_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether `name` is a valid Fluvio topic name.
 pub(crate) fn is_fluvio_name(name: &str) -> bool {
@@ -332,6 +332,12 @@ where
             Err(err) => return Err(unavailable(format!("cannot open topic {name}"), err)),
         }
     }
+}
+
+/// Whether a client error is one a topic shows while it is still being provisioned: not
+/// found yet, or its partition without a leader yet.
+pub(crate) fn is_settling(err: &anyhow::Error) -> bool {
+    is_not_found(err) || err.to_string().contains("not the leader")
 }
 
 /// Whether a client error says the topic does not exist (yet).
