@@ -148,8 +148,25 @@ pub(crate) async fn open_producer(
 }
 
 impl FluvioStoragePort {
-    /// Appends a draft to its shard topic.
+    /// Appends a draft to its shard topic. A topic created moments ago may have no
+    /// partition leader yet: such a refusal is tried again (with the same draft, which
+    /// readers deduplicate by envelope id) until the topic settles.
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
+        let settled = tokio::time::Instant::now() + crate::topic::PROVISION_WAIT;
+        loop {
+            match self.append_once(draft.clone()).await {
+                Err(PhotonError::Unavailable { message, .. })
+                    if message.contains("not the leader")
+                        && tokio::time::Instant::now() < settled =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn append_once(&self, draft: RecordDraft) -> Result<Appended> {
         self.inner.failed_send.take()?;
         let inner = &self.inner;
         crate::tail::pass(|| {
