@@ -14,3 +14,9 @@ pub(crate) fn unavailable(message: String, err: impl std::fmt::Display) -> Photo
         source: None,
     }
 }
+
+/// Whether a client error's text says a partition has no leader yet: what a topic created
+/// moments ago answers until the cluster settles it.
+pub(crate) fn is_leaderless(text: &str) -> bool {
+    text.contains("not the leader")
+}

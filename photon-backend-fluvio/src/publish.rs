@@ -154,9 +154,9 @@ impl FluvioStoragePort {
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
         let settled = tokio::time::Instant::now() + crate::topic::PROVISION_WAIT;
         loop {
-            match self.append_once(draft.clone()).await {
+            match self.append_once(&draft).await {
                 Err(PhotonError::Unavailable { message, .. })
-                    if message.contains("not the leader")
+                    if crate::error::is_leaderless(&message)
                         && tokio::time::Instant::now() < settled =>
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -166,7 +166,7 @@ impl FluvioStoragePort {
         }
     }
 
-    async fn append_once(&self, draft: RecordDraft) -> Result<Appended> {
+    async fn append_once(&self, draft: &RecordDraft) -> Result<Appended> {
         self.inner.failed_send.take()?;
         let inner = &self.inner;
         crate::tail::pass(|| {
@@ -190,9 +190,9 @@ impl FluvioStoragePort {
                     .await?
             }
         };
-        let value = encode_value(&draft)?;
-        let key = match draft.topic_key {
-            Some(key) => RecordKey::from(key.into_bytes()),
+        let value = encode_value(draft)?;
+        let key = match &draft.topic_key {
+            Some(key) => RecordKey::from(key.as_bytes().to_vec()),
             None => RecordKey::NULL,
         };
         if !inner.config.sync_ack {

@@ -337,7 +337,7 @@ where
 /// Whether a client error is one a topic shows while it is still being provisioned: not
 /// found yet, or its partition without a leader yet.
 pub(crate) fn is_settling(err: &anyhow::Error) -> bool {
-    is_not_found(err) || err.to_string().contains("not the leader")
+    is_not_found(err) || crate::error::is_leaderless(&err.to_string())
 }
 
 /// Whether a client error says the topic does not exist (yet).
