@@ -1,11 +1,14 @@
 //! The `photon` binary run as a user runs it, against a SQLite file: exact output, exit
 //! codes, JSON lines, standard input, dead letters, keys.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{json_lines, ok, stderr, stdout};
 use photon::{HandlerOptions, Photon, PhotonError};
 use serde_json::{json, Value};
 
@@ -50,32 +53,6 @@ fn run_with_input(db: &Path, args: &[&str], input: &str) -> Output {
         .write_all(input.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
-fn json_lines(output: &Output) -> Vec<Value> {
-    stdout(output)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        stdout(&output),
-        stderr(&output)
-    );
-    output
 }
 
 /// Publishes `{"n": i, "customer": "c-{i % 2}"}` for each i, keyed by customer.

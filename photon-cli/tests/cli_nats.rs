@@ -1,10 +1,13 @@
 //! The `photon` binary against the NATS server at 127.0.0.1:4222, under a prefix of its
 //! own: topics, lag and dead-letter listing read what the server holds.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use serde_json::{json, Value};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::{json_lines, ok};
+use serde_json::json;
 
 fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
@@ -18,24 +21,6 @@ fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
         .env_remove("PHOTON_TRANSPORT_KEYS")
         .env_remove("PHOTON_TRANSPORT_KEY");
     command
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn json_lines(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
 }
 
 #[test]
