@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use photon_core::group::{partition_of, GroupScope, DEFAULT_PARTITIONS};
-use photon_core::{CheckpointKey, PhotonError, Record, Result, StartPolicy, StoragePort};
+use photon_core::{CheckpointKey, PhotonError, Result, StartPolicy, StoragePort};
 use tokio::time::Instant;
 
 use super::RunningHandler;
@@ -114,7 +114,9 @@ pub(crate) async fn wait(
     let mut pause = Duration::from_millis(1);
     loop {
         if stopped() {
-            return Err(PhotonError::Closed("the executor (while waiting until idle)".into()));
+            return Err(PhotonError::Closed(
+                "the executor (while waiting until idle)".into(),
+            ));
         }
         let mut missing = None;
         for goal in &mut goals {
@@ -154,10 +156,7 @@ enum Reader {
     /// executor finished.
     Durable { tail: bool },
     /// A consumer group: the partitions' committed checkpoints.
-    Group {
-        scope: GroupScope,
-        partitions: u32,
-    },
+    Group { scope: GroupScope, partitions: u32 },
 }
 
 impl<'a> Goal<'a> {
@@ -230,56 +229,78 @@ impl<'a> Goal<'a> {
             _ => HashMap::new(),
         };
         // Each page starts after the last record checked, so the scan ends once it passes
-        // the target or the stored records run out.
+        // the target or the stored records run out. A record the port cannot decode fails
+        // the whole page: the records are then read one at a time up to it.
+        let mut limit = PAGE;
         while self.checked_through < target {
             let topic = self.handler.options.topic();
-            let page = port.list_by_topic(topic, self.checked_through, PAGE).await?;
-            for record in &page {
-                if record.seq > target {
+            let page = match port.list_by_topic(topic, self.checked_through, limit).await {
+                Ok(page) => page
+                    .into_iter()
+                    .map(|record| (record.seq, record.topic_key))
+                    .collect(),
+                Err(PhotonError::Undecodable { seq, key, .. }) if limit == 1 => vec![(seq, key)],
+                Err(PhotonError::Undecodable { .. }) => {
+                    limit = 1;
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
+            let complete = page.len() < limit;
+            limit = PAGE;
+            for (seq, key) in page {
+                if seq > target {
                     self.checked_through = target;
                     return Ok(None);
                 }
-                if !self.finished(port, record, &checkpoints) {
-                    return Ok(Some(record.seq));
+                if !self.finished(port, seq, key.as_deref(), &checkpoints) {
+                    return Ok(Some(seq));
                 }
-                self.checked_through = record.seq;
+                self.checked_through = seq;
             }
-            if page.len() < PAGE {
+            if complete {
                 self.checked_through = target;
             }
         }
         Ok(None)
     }
 
-    /// Whether `record` is finished, or not this handler's to handle.
+    /// Whether the stored event at `seq` under `key` is finished, or not this handler's to
+    /// handle.
     fn finished(
         &self,
         port: &dyn StoragePort,
-        record: &Record,
+        seq: i64,
+        key: Option<&str>,
         checkpoints: &HashMap<u32, i64>,
     ) -> bool {
+        let options = &self.handler.options;
         match &self.reader {
             Reader::Durable { tail } => {
-                let key = self.handler.options.topic_key();
-                if key.is_some() && key != record.topic_key.as_deref() {
+                if options
+                    .topic_key()
+                    .is_some_and(|wanted| Some(wanted) != key)
+                {
                     return true;
                 }
-                let lane = port.checkpoint_lane(&record.topic_name, record.seq);
-                self.handler.position.covers(lane, record.seq, *tail)
+                let lane = port.checkpoint_lane(options.topic(), seq);
+                self.handler.position.covers(lane, seq, *tail)
             }
             Reader::Group { partitions, .. } => {
-                let partition =
-                    partition_of(record.topic_key.as_deref(), record.seq, *partitions);
+                let partition = partition_of(key, seq, *partitions);
                 checkpoints
                     .get(&partition)
-                    .is_some_and(|checkpoint| *checkpoint >= record.seq)
+                    .is_some_and(|checkpoint| *checkpoint >= seq)
             }
         }
     }
 }
 
 /// The committed checkpoint of every partition of a group that has one.
-async fn group_checkpoints(port: &dyn StoragePort, scope: &GroupScope) -> Result<HashMap<u32, i64>> {
+async fn group_checkpoints(
+    port: &dyn StoragePort,
+    scope: &GroupScope,
+) -> Result<HashMap<u32, i64>> {
     let Some(coordination) = port.group_coordination() else {
         return Err(port.unsupported("Executor::wait_idle for group handlers (no group leases)"));
     };

@@ -88,8 +88,8 @@ pub use handler::{
 };
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
-use photon_core::Progress;
 use idle::ReadPosition;
+use photon_core::Progress;
 use shutdown::StopSwitch;
 use stats::SubscriptionStats;
 

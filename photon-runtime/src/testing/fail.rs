@@ -97,7 +97,10 @@ impl FailFirst {
     }
 
     /// The handler: fails the chosen events' first attempts, runs `handler` otherwise.
-    pub fn wrap<F, Fut, R>(&self, handler: F) -> impl Fn(Event) -> HandlerFuture + Send + Sync + 'static
+    pub fn wrap<F, Fut, R>(
+        &self,
+        handler: F,
+    ) -> impl Fn(Event) -> HandlerFuture + Send + Sync + 'static
     where
         F: Fn(Event) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = R> + Send + 'static,

@@ -144,7 +144,11 @@ impl Recorder {
             .map(|event| {
                 T::deserialize(&event.payload).map_err(|err| {
                     PhotonError::codec(
-                        format!("recorded event {} as {}", event.event_id, std::any::type_name::<T>()),
+                        format!(
+                            "recorded event {} as {}",
+                            event.event_id,
+                            std::any::type_name::<T>()
+                        ),
                         err,
                     )
                 })
