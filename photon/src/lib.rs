@@ -45,6 +45,9 @@ pub use photon_runtime::{
 #[cfg(feature = "macros")]
 pub use photon_macros::{subscribe, topic};
 
+#[cfg(feature = "testing")]
+pub use photon_runtime::testing;
+
 #[cfg(feature = "sqlite")]
 pub use photon_backend_sqlite as sqlite;
 
