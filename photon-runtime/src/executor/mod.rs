@@ -100,6 +100,24 @@ pub const WAIT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Dropping every `Executor` handle and every clone of the `Photon` it runs on stops its
 /// tasks; [`Executor::shutdown`] stops it gracefully and waits.
+///
+/// # Examples
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use photon_runtime::{Event, PhotonError};
+/// let photon = photon_runtime::Photon::builder().build()?;
+/// let executor = photon
+///     .executor()
+///     .handler("billing", "orders", |_event: Event| async { Ok::<(), PhotonError>(()) })
+///     .handler("audit", "orders", |_event: Event| async {})
+///     .start()?;
+/// assert_eq!(executor.handlers().len(), 2);
+/// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+/// executor.wait_idle().await?; // both handlers finished seq 1
+/// executor.shutdown().await?; // drains in-flight handlers, commits checkpoints
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Executor {
     shared: Arc<ExecutorShared>,
