@@ -4,7 +4,7 @@
 //! ([`FailFirst`]), and [`settle`], which waits until handlers that publish to each other
 //! have nothing left to do.
 //!
-//! With [`Executor::wait_idle`] in between, a test publishes, waits, and asserts on exact
+//! With [`Executor::wait_idle`](crate::Executor::wait_idle) in between, a test publishes, waits, and asserts on exact
 //! counts:
 //!
 //! ```
