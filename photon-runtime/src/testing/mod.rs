@@ -4,8 +4,8 @@
 //! ([`FailFirst`]), and [`settle`], which waits until handlers that publish to each other
 //! have nothing left to do.
 //!
-//! With [`Executor::wait_idle`](crate::Executor::wait_idle) in between, a test publishes, waits, and asserts on exact
-//! counts:
+//! With [`Executor::wait_idle`](crate::Executor::wait_idle) in between, a test publishes,
+//! waits, and asserts on exact counts:
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
