@@ -66,6 +66,19 @@ impl std::fmt::Debug for NatsStoragePort {
 
 impl NatsStoragePort {
     /// A builder; see [`crate::NatsStoragePortBuilder`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn run() -> photon_core::Result<()> {
+    /// use photon_backend_nats::NatsStoragePort;
+    /// let port = NatsStoragePort::builder()
+    ///     .url("nats://127.0.0.1:4222")
+    ///     .stream_prefix("shop")
+    ///     .stream_shards(4)
+    ///     .build()
+    ///     .await?;
+    /// # let _ = port; Ok(()) }
+    /// ```
     pub fn builder() -> crate::NatsStoragePortBuilder {
         crate::NatsStoragePortBuilder::new()
     }

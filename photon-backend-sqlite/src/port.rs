@@ -61,8 +61,23 @@ impl std::fmt::Debug for SqliteStoragePort {
 impl SqliteStoragePort {
     /// A builder; unset fields come from `PHOTON_SQLITE_*` variables, then defaults.
     ///
+    /// # Examples
     /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().path("events.db");
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use photon_backend_sqlite::SqliteStoragePort;
+    /// use photon_core::{EventStore, TransportCrypto};
+    ///
+    /// let directory = tempfile::tempdir().unwrap();
+    /// let port = SqliteStoragePort::builder()
+    ///     .path(directory.path().join("events.db"))
+    ///     .build()
+    ///     .await?;
+    /// let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
+    /// let appended = store.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(1)).await?;
+    /// assert_eq!(appended.seq, 1);
+    /// # Ok::<_, photon_core::PhotonError>(())
+    /// # }).unwrap();
     /// ```
     pub fn builder() -> SqliteStoragePortBuilder {
         SqliteStoragePortBuilder::new()

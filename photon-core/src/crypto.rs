@@ -55,6 +55,24 @@ struct TransportKey {
 ///
 /// `Debug` prints key ids only, never key material.
 #[derive(Clone, Default)]
+/// # Examples
+/// A ring of two keys: the newest seals, both open, so events sealed before a rotation
+/// still read.
+/// ```
+/// use photon_core::TransportCrypto;
+///
+/// let crypto = TransportCrypto::plaintext()
+///     .with_key("2026-05", [1u8; 32])?
+///     .with_key("2026-11", [2u8; 32])?;
+/// assert_eq!(crypto.sealing_key_id(), Some("2026-11"));
+/// assert_eq!(crypto.key_ids().collect::<Vec<_>>(), vec!["2026-05", "2026-11"]);
+/// assert!(!format!("{crypto:?}").contains("[1"), "Debug shows key ids only");
+/// // The same ring as `PHOTON_TRANSPORT_KEYS` holds it (base64 keys, newest last):
+/// let ring = "2026-05:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=,2026-11:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
+/// let parsed = TransportCrypto::parse_key_list("PHOTON_TRANSPORT_KEYS", ring)?;
+/// assert_eq!(parsed.sealing_key_id(), Some("2026-11"));
+/// # Ok::<_, photon_core::PhotonError>(())
+/// ```
 pub struct TransportCrypto {
     keys: Arc<Vec<TransportKey>>,
 }
@@ -121,6 +139,13 @@ impl TransportCrypto {
     ///
     /// # Errors
     /// [`PhotonError::Config`] naming the variable when a value is malformed.
+    ///
+    /// # Examples
+    /// ```
+    /// let crypto = photon_core::TransportCrypto::from_env()?; // plaintext when neither is set
+    /// # let _ = crypto;
+    /// # Ok::<_, photon_core::PhotonError>(())
+    /// ```
     pub fn from_env() -> Result<Self> {
         if let Ok(value) = std::env::var(TRANSPORT_KEYS_ENV) {
             return Self::parse_key_list(TRANSPORT_KEYS_ENV, &value);
@@ -135,6 +160,16 @@ impl TransportCrypto {
     ///
     /// # Errors
     /// [`PhotonError::Config`] naming `variable`.
+    ///
+    /// # Examples
+    /// ```
+    /// use photon_core::{PhotonError, TransportCrypto};
+    /// let one = TransportCrypto::parse_key_list("PHOTON_TRANSPORT_KEY", "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=")?;
+    /// assert_eq!(one.sealing_key_id(), Some("default"));
+    /// let refused = TransportCrypto::parse_key_list("PHOTON_TRANSPORT_KEY", "too-short");
+    /// assert!(matches!(refused, Err(PhotonError::Config { variable, .. }) if variable == "PHOTON_TRANSPORT_KEY"));
+    /// # Ok::<_, PhotonError>(())
+    /// ```
     pub fn parse_key_list(variable: &str, value: &str) -> Result<Self> {
         let expected = "comma-separated id:base64 entries, each key 32 bytes";
         let mut crypto = Self::plaintext();

@@ -193,6 +193,17 @@ pub enum PhotonError {
     /// The object was shut down or dropped.
     #[error("{0} is closed")]
     Closed(String),
+    /// A wait with a deadline (such as `Executor::wait_idle_for`) ended before what it
+    /// waited for happened; the message says what was still missing.
+    #[error("{operation} did not finish within {waited:?}: {missing}")]
+    Timeout {
+        /// What waited.
+        operation: String,
+        /// How long it waited.
+        waited: std::time::Duration,
+        /// What had not happened yet when the time was up.
+        missing: String,
+    },
     /// A consumer-group member acknowledged or committed for a partition it no longer owns
     /// at this epoch (its lease expired or another member took the partition over). The
     /// event will be (or was) handed to the partition's current owner.

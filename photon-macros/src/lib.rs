@@ -17,7 +17,7 @@
 //! be left out for a typed argument (it must match the type's topic when given); `key`
 //! restricts the handler to one key. `Photon::start_executor` runs every such handler.
 //!
-//! ```text
+//! ```
 //! use photon::prelude::*;
 //!
 //! #[topic(name = "orders", keyed_by = "order_id")]
@@ -29,6 +29,16 @@
 //!     println!("billing {} for {}", order.order_id, order.total);
 //!     Ok(())
 //! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let photon = Photon::builder().build()?;
+//! Order { order_id: "o-1".into(), total: 12 }.publish_on(&photon).await?;
+//! let executor = photon.start_executor()?; // runs `bill` from its checkpoint
+//! executor.wait_idle().await?;
+//! executor.shutdown().await?;
+//! assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(1));
+//! # Ok::<_, PhotonError>(())
+//! # }).unwrap();
 //! ```
 
 mod args;
@@ -39,7 +49,30 @@ use proc_macro::TokenStream;
 
 /// Declares a typed topic: `#[topic(name = "orders", keyed_by = "order_id")]`.
 ///
-/// See the crate documentation.
+/// `name` is checked at compile time (`[a-z0-9._-]`, bounded length); `keyed_by` names a
+/// field whose `Display` form is each value's key (leave it out for an unkeyed topic). See
+/// the crate documentation.
+///
+/// # Examples
+/// ```
+/// use photon::prelude::*;
+/// use photon::runtime::SubscribeOptions;
+///
+/// #[topic(name = "payments.received", keyed_by = "account")]
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Payment { account: u64, cents: i64 }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let photon = Photon::builder().build()?;
+/// assert_eq!(photon.registry().get("payments.received").unwrap().keyed_by, Some("account"));
+/// let appended = Payment { account: 7, cents: 1250 }.publish_on(&photon).await?;
+/// let mut payments = Payment::subscribe_on(&photon, SubscribeOptions::from_beginning());
+/// let first = payments.next().await.unwrap()?;
+/// assert_eq!(first.value, Payment { account: 7, cents: 1250 });
+/// assert_eq!((first.event.seq, first.event.topic_key.as_deref()), (appended.seq, Some("7")));
+/// # Ok::<_, PhotonError>(())
+/// # }).unwrap();
+/// ```
 #[proc_macro_attribute]
 pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
     topic::expand(attr.into(), item.into())
@@ -49,7 +82,40 @@ pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Registers an async fn as a durable handler: `#[subscribe(durable = "billing")]`.
 ///
-/// See the crate documentation.
+/// Arguments: `durable` (the checkpoint name), `topic` (optional for a typed argument),
+/// `key` (only this key's events), `group` (share the topic with the other members of this
+/// consumer group; alone, it is also the durable name). See the crate documentation.
+///
+/// # Examples
+/// A handler of raw events, one of a single key, and a group member:
+/// ```
+/// use photon::prelude::*;
+///
+/// #[subscribe(topic = "audit", durable = "audit-log")]
+/// async fn audit(event: Event) {
+///     println!("{} #{}: {}", event.topic_name, event.seq, event.payload);
+/// }
+///
+/// #[subscribe(topic = "orders", durable = "vip", key = "customer-7")]
+/// async fn vip(event: Event) -> Result<(), PhotonError> {
+///     Ok(())
+/// }
+///
+/// #[subscribe(topic = "orders", group = "shipping")]
+/// async fn ship(event: Event) -> Result<(), PhotonError> {
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let photon = Photon::builder().build()?;
+/// let executor = photon.start_executor()?;
+/// let mut names: Vec<String> = executor.handlers().iter().map(|h| h.durable().to_owned()).collect();
+/// names.sort();
+/// assert_eq!(names, vec!["audit-log", "shipping", "vip"]);
+/// executor.shutdown().await?;
+/// # Ok::<_, PhotonError>(())
+/// # }).unwrap();
+/// ```
 #[proc_macro_attribute]
 pub fn subscribe(attr: TokenStream, item: TokenStream) -> TokenStream {
     subscribe::expand(attr.into(), item.into())

@@ -36,6 +36,30 @@ enum Deliveries {
 ///   member handles (or handled) the event.
 /// - Dropping the subscription leaves the group at once; [`GroupSubscription::leave`]
 ///   first waits for the events handed out to be acknowledged.
+///
+/// # Examples
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use futures::StreamExt;
+/// let photon = photon_runtime::Photon::builder().build()?;
+/// for n in 0..4 {
+///     let key = format!("o-{n}");
+///     photon.publish("orders", Some(&key), serde_json::json!(null), serde_json::json!(n)).await?;
+/// }
+/// // The only member: it owns every partition and gets every event.
+/// let mut worker = photon.group("billing", "orders");
+/// let mut seen = Vec::new();
+/// while seen.len() < 4 {
+///     let event = worker.next().await.unwrap()?;
+///     seen.push(event.seq);
+///     worker.ack(&event).await?;
+/// }
+/// seen.sort_unstable();
+/// assert_eq!(seen, vec![1, 2, 3, 4]);
+/// worker.leave().await; // hands its partitions over at once
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 pub struct GroupSubscription {
     deliveries: Deliveries,
     store: EventStore,

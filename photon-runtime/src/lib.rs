@@ -24,6 +24,8 @@ pub mod executor;
 mod group;
 mod photon;
 mod subscription;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use backend::{GenericPhotonBackend, PhotonBackend};
 pub use builder::PhotonBuilder;
@@ -31,7 +33,7 @@ pub use executor::{
     AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
-    TopicSnapshot, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
+    TopicSnapshot, TypedEvent, TypedStream, TypedTopic, UndecodableRecord, WAIT_IDLE_TIMEOUT,
 };
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;

@@ -18,6 +18,22 @@ use crate::group::{GroupStatus, GroupSubscription};
 use crate::subscription::DurableSubscription;
 
 /// A Photon instance over one storage port. Clones share everything.
+///
+/// # Examples
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use futures::StreamExt;
+/// use photon_runtime::Photon;
+/// use serde_json::json;
+///
+/// let photon = Photon::builder().build()?; // the in-process store
+/// let appended = photon.publish("orders", Some("o-1"), json!("alice"), json!({"total": 12})).await?;
+/// let event = photon.subscribe("orders", None, None).next().await.unwrap()?;
+/// assert_eq!((event.seq, event.event_id), (appended.seq, appended.event_id));
+/// photon.shutdown().await?;
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Photon {
     inner: Arc<Inner>,
@@ -80,6 +96,22 @@ impl Photon {
     ///
     /// # Cancel safety
     /// A cancelled publish may or may not be stored; one that returned `Ok` always is.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let first = photon.publish("orders", Some("o-1"), json!("alice"), json!({"total": 12})).await?;
+    /// let second = photon.publish("orders", Some("o-1"), json!("alice"), json!({"total": 30})).await?;
+    /// assert!(second.seq > first.seq); // one key keeps its publish order
+    /// assert!(matches!(
+    ///     photon.publish("Orders!", None, json!(null), json!(1)).await,
+    ///     Err(photon_runtime::PhotonError::InvalidTopic { .. })
+    /// ));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn publish(
         &self,
         topic: &str,
@@ -91,6 +123,23 @@ impl Photon {
     }
 
     /// Streams a topic (or one key of it) from the oldest event, or after `after_seq`.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// for n in 1..=3 {
+    ///     photon.publish("orders", Some("o-1"), json!(null), json!(n)).await?;
+    /// }
+    /// // Everything after seq 1, then live events: the stream does not end by itself.
+    /// let mut after_first = photon.subscribe("orders", Some("o-1"), Some(1));
+    /// let next = after_first.next().await.unwrap()?;
+    /// assert_eq!((next.seq, next.payload), (2, json!(2)));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn subscribe(&self, topic: &str, key: Option<&str>, after_seq: Option<i64>) -> EventStream {
         self.subscribe_at(
             topic,
@@ -100,6 +149,21 @@ impl Photon {
     }
 
     /// Streams a topic from an explicit position (`StartAt::Tail` for live-only).
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use photon_runtime::StartAt;
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", None, json!(null), json!("old")).await?;
+    /// let mut live = photon.subscribe_at("orders", None, StartAt::Tail);
+    /// photon.publish("orders", None, json!(null), json!("new")).await?;
+    /// assert_eq!(live.next().await.unwrap()?.payload, json!("new"));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn subscribe_at(&self, topic: &str, key: Option<&str>, start: StartAt) -> EventStream {
         self.store().subscribe(topic, key, start)
     }
@@ -108,11 +172,48 @@ impl Photon {
     /// stored checkpoint, or from the oldest event when there is none. The checkpoint is
     /// loaded once the final commits of subscriptions of the same name dropped before (in
     /// this process) are stored. After [`Photon::shutdown`] the stream ends at once.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", None, json!(null), json!(1)).await?;
+    /// photon.publish("orders", None, json!(null), json!(2)).await?;
+    ///
+    /// let mut billing = photon.durable("billing", "orders", None);
+    /// let first = billing.next().await.unwrap()?;
+    /// billing.ack(&first).await?;
+    /// drop(billing); // its acknowledgements are committed
+    ///
+    /// let mut billing = photon.durable("billing", "orders", None); // resumes after seq 1
+    /// assert_eq!(billing.next().await.unwrap()?.payload, json!(2));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn durable(&self, name: &str, topic: &str, key: Option<&str>) -> DurableSubscription {
         self.durable_with_policy(name, topic, key, StartPolicy::Beginning)
     }
 
     /// Like [`Photon::durable`], choosing where a subscription without checkpoint starts.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use photon_runtime::StartPolicy;
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", None, json!(null), json!("first")).await?;
+    /// photon.publish("orders", None, json!(null), json!("second")).await?;
+    /// // Without a checkpoint, `Tail` would skip both; with one, the policy does not apply.
+    /// photon.set_checkpoint("alerts", "orders", None, 1).await?;
+    /// let mut alerts = photon.durable_with_policy("alerts", "orders", None, StartPolicy::Tail);
+    /// assert_eq!(alerts.next().await.unwrap()?.payload, json!("second"));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn durable_with_policy(
         &self,
         name: &str,
@@ -170,6 +271,23 @@ impl Photon {
     ///
     /// The stream's only item is an error when the topic or the options are refused, or
     /// when the backend has no consumer groups.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use futures::StreamExt;
+    /// use photon_core::GroupOptions;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let options = GroupOptions::new("worker-a").lease(Duration::from_secs(10)).partitions(4);
+    /// let mut worker = photon.group_with("billing", "orders", options);
+    /// let event = worker.next().await.unwrap()?;
+    /// worker.ack(&event).await?;
+    /// worker.leave().await;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn group_with(&self, group: &str, topic: &str, options: GroupOptions) -> GroupSubscription {
         let store = self.store().clone();
         let port = store.port().clone();
@@ -216,6 +334,23 @@ impl Photon {
     /// # Errors
     /// [`PhotonError::Unsupported`] on backends whose groups do not run the lease protocol
     /// (none of Photon's own); the port's storage errors.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use photon_core::GroupOptions;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let mut worker = photon.group_with("billing", "orders", GroupOptions::new("worker-a"));
+    /// let event = worker.next().await.unwrap()?;
+    /// worker.ack(&event).await?;
+    /// let status = photon.group_status("billing", "orders").await?;
+    /// assert_eq!(status.members, vec!["worker-a".to_owned()]);
+    /// worker.leave().await;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn group_status(&self, group: &str, topic: &str) -> Result<GroupStatus> {
         validate_topic_name(topic)?;
         let port = self.store().port().clone();
@@ -259,6 +394,18 @@ impl Photon {
     /// # Errors
     /// [`photon_core::PhotonError::Unsupported`] when the port cannot look up by id;
     /// `Crypto` when the event cannot be opened.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let appended = photon.publish("orders", None, serde_json::json!(null), serde_json::json!(7)).await?;
+    /// let event = photon.get_event(&appended.event_id).await?.unwrap();
+    /// assert_eq!(event.payload, serde_json::json!(7));
+    /// assert!(photon.get_event("no-such-id").await?.is_none());
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn get_event(&self, event_id: &str) -> Result<Option<Event>> {
         self.store().get_event(event_id).await
     }
@@ -267,6 +414,17 @@ impl Photon {
     ///
     /// # Errors
     /// The port's storage errors.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, None);
+    /// photon.set_checkpoint("billing", "orders", None, 42).await?;
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(42));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn checkpoint(
         &self,
         name: &str,
@@ -283,6 +441,17 @@ impl Photon {
     ///
     /// # Errors
     /// The port's storage errors.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.set_checkpoint("billing", "orders", None, 42).await?;
+    /// photon.set_checkpoint("billing", "orders", None, 7).await?; // ignored: never moves back
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(42));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn set_checkpoint(
         &self,
         name: &str,
@@ -318,6 +487,26 @@ impl Photon {
 
     /// A builder for a handler executor on this instance (closures, typed handlers,
     /// `#[subscribe]` functions).
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::{Event, PhotonError};
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", |event: Event| async move {
+    ///         println!("billing {}", event.payload);
+    ///         Ok::<(), PhotonError>(())
+    ///     })
+    ///     .start()?;
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!({"total": 12})).await?;
+    /// executor.wait_idle().await?;
+    /// executor.shutdown().await?;
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(1));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn executor(&self) -> ExecutorBuilder {
         ExecutorBuilder::new(self.clone())
     }
@@ -326,6 +515,16 @@ impl Photon {
     ///
     /// # Errors
     /// As [`ExecutorBuilder::start`].
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let executor = photon.start_executor()?; // every #[subscribe] handler of the program
+    /// executor.shutdown().await?;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn start_executor(&self) -> Result<Executor> {
         self.executor().declared_handlers().start()
     }
@@ -358,6 +557,22 @@ impl Photon {
     ///
     /// # Errors
     /// The first commit or flush error; the other checkpoints are still flushed.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let mut billing = photon.durable("billing", "orders", None);
+    /// let event = billing.next().await.unwrap()?;
+    /// billing.ack(&event).await?;
+    /// photon.shutdown().await?;
+    /// assert!(billing.next().await.is_none()); // the stream ended
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(1));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn shutdown(&self) -> Result<()> {
         let mut first_error = None;
         for executor in self.executors() {

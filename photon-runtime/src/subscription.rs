@@ -46,15 +46,7 @@ use crate::executor::shutdown::{StopSignal, StopSwitch};
 /// [`DurableSubscription::ack_error`] (passes over it). Other error items (an unavailable
 /// backend, a gap) hold no record and need nothing.
 ///
-/// ```ignore
-/// while let Some(item) = billing.next().await {
-///     match item {
-///         Ok(event) => { handle(&event).await; billing.ack(&event).await? }
-///         Err(err) if err.position().is_some() => billing.dead_letter(&err).await?,
-///         Err(err) => tracing::warn!(%err, "stream error"),
-///     }
-/// }
-/// ```
+/// The loop in the example below handles both.
 ///
 /// After a crash, the events acknowledged within the last flush window are delivered again:
 /// delivery is at-least-once. `Photon::shutdown` ends the stream (it returns `None`).
@@ -62,6 +54,38 @@ use crate::executor::shutdown::{StopSignal, StopSwitch};
 /// # Cancel safety
 /// Dropping the subscription (or a pending `next()`) loses nothing: unacknowledged events
 /// are delivered again to the next subscription with the same name.
+///
+/// # Examples
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use futures::StreamExt;
+/// use serde_json::json;
+/// let photon = photon_runtime::Photon::builder().build()?;
+/// photon.publish("orders", Some("o-1"), json!("shop"), json!({"total": 12})).await?;
+/// photon.publish("orders", Some("o-2"), json!("shop"), json!({"total": 30})).await?;
+///
+/// let mut billing = photon.durable("billing", "orders", None);
+/// let mut totals = Vec::new();
+/// while let Some(item) = billing.next().await {
+///     match item {
+///         Ok(event) => {
+///             totals.push(event.payload["total"].clone());
+///             billing.ack(&event).await?;
+///         }
+///         // A record that cannot be opened or decoded: kept on `orders.dlq`.
+///         Err(err) if err.position().is_some() => billing.dead_letter(&err).await?,
+///         Err(err) => eprintln!("stream error: {err}"),
+///     }
+///     if totals.len() == 2 {
+///         break;
+///     }
+/// }
+/// billing.flush().await?;
+/// assert_eq!(totals, vec![json!(12), json!(30)]);
+/// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(2));
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 pub struct DurableSubscription {
     records: RecordStream,
     shared: Arc<Shared>,
@@ -249,6 +273,22 @@ impl DurableSubscription {
     /// # Errors
     /// [`PhotonError::InvalidInput`] when this subscription did not deliver the event or
     /// it was already acknowledged.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let mut billing = photon.durable("billing", "orders", None);
+    /// let event = billing.next().await.unwrap()?;
+    /// billing.release(&event)?; // not now: deliver it again
+    /// let again = billing.next().await.unwrap()?;
+    /// assert_eq!(again.event_id, event.event_id);
+    /// billing.ack(&again).await?;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn release(&self, event: &Event) -> Result<()> {
         let lane = self.shared.lane(&event.topic_name, event.seq);
         if !self.shared.progress.is_pending(lane, event.seq) {

@@ -3,7 +3,6 @@
 //! Run with `cargo run -p photon --example orders`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use photon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -52,9 +51,7 @@ async fn main() -> Result<(), PhotonError> {
     }
 
     let executor = photon.start_executor()?;
-    while HANDLED.load(Ordering::SeqCst) < orders.len() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    executor.wait_idle().await?; // every order published so far is billed
     executor.shutdown().await?;
 
     let checkpoint = photon.checkpoint("billing", "orders", None).await?;

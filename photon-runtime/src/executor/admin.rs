@@ -92,6 +92,25 @@ impl Photon {
     ///
     /// # Errors
     /// The port's storage errors while reading checkpoints, heads and dead letters.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", |_event| async {})
+    ///     .start()?;
+    /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// executor.wait_idle().await?;
+    /// let snapshot = photon.admin_snapshot().await?;
+    /// assert_eq!(snapshot.handlers[0].handled, 1);
+    /// assert_eq!(snapshot.topics[0].head_seq, Some(1));
+    /// let json = serde_json::to_string(&snapshot).unwrap(); // e.g. for an HTTP admin route
+    /// # let _ = json;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn admin_snapshot(&self) -> Result<AdminSnapshot> {
         let port = self.store().port().clone();
         let mut handlers = Vec::new();

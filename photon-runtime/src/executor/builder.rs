@@ -225,10 +225,13 @@ impl ExecutorBuilder {
                 options,
                 stats: subscription.stats.clone(),
                 progress: subscription.progress.clone(),
+                position: subscription.position.clone(),
             });
             tasks.push(runtime.spawn(dispatch::run(subscription)));
         }
         let shared = Arc::new(ExecutorShared {
+            port: self.photon.store().port().clone(),
+            start_policy: config.start_policy,
             switch,
             running,
             tasks: Mutex::new(tasks),

@@ -369,6 +369,27 @@ impl Photon {
     /// # Errors
     /// [`PhotonError::Unsupported`] when the port cannot list topics; `Crypto` or `Codec`
     /// when a stored dead letter cannot be opened or decoded.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::{Event, PhotonError};
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", |_event: Event| async {
+    ///         Err::<(), _>(PhotonError::handler_permanent("card declined"))
+    ///     })
+    ///     .start()?;
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(12)).await?;
+    /// executor.wait_idle().await?;
+    /// let letters = photon.dead_letters("orders").await?;
+    /// assert_eq!(letters.len(), 1);
+    /// assert_eq!(letters[0].error, "handler failed: card declined");
+    /// assert_eq!(letters[0].original.payload, serde_json::json!(12));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn dead_letters(&self, topic: &str) -> Result<Vec<DeadLetter>> {
         photon_core::validate_topic_name(topic)?;
         let dlq_topic = self.executor_config().dead_letter_topic(topic);
@@ -400,6 +421,29 @@ impl Photon {
     /// # Errors
     /// [`PhotonError::Crypto`] when the event still cannot be opened; otherwise as
     /// [`Photon::publish`].
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::{Event, PhotonError};
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", |event: Event| async move {
+    ///         // Fails the first publication only, as a passing outage would.
+    ///         if event.seq == 1 { Err(PhotonError::handler_permanent("outage")) } else { Ok(()) }
+    ///     })
+    ///     .start()?;
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(12)).await?;
+    /// executor.wait_idle().await?;
+    /// let letter = photon.dead_letters("orders").await?.remove(0);
+    /// let replayed = photon.replay_dead_letter(&letter).await?;
+    /// assert_eq!(replayed.seq, 2);
+    /// executor.wait_idle().await?;
+    /// assert_eq!(photon.admin_snapshot().await?.handlers[0].handled, 1);
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn replay_dead_letter(&self, letter: &DeadLetter) -> Result<Appended> {
         let original = &letter.original;
         let (actor, payload) = original.open(self.store())?;

@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use super::config::ExecutorConfig;
 use super::dead_letter::{store_dead_letter, DeadLetter, Stored};
 use super::handler::Registration;
+use super::idle::ReadPosition;
 use super::retry::{run_with_retries, Outcome};
 use super::shutdown::{drain_workers, log_join_error, StopSignal};
 use super::stats::SubscriptionStats;
@@ -75,6 +76,7 @@ pub(crate) struct Subscription {
     pub(crate) dead_letter_topic: String,
     pub(crate) stats: Arc<SubscriptionStats>,
     pub(crate) progress: Arc<Progress>,
+    pub(crate) position: Arc<ReadPosition>,
     pub(crate) stop: StopSignal,
     /// Events waiting per key; a key present here has a running worker.
     queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
@@ -106,6 +108,7 @@ impl Subscription {
             config,
             stats,
             progress,
+            position: Arc::default(),
             stop,
             queues: Mutex::new(HashMap::new()),
             group_acks: Arc::default(),
@@ -169,6 +172,27 @@ impl Subscription {
         }))
     }
 
+    /// Before a durable stream opens at the tail, notes the head it passes over, for
+    /// [`super::Executor::wait_idle`].
+    async fn note_tail_start(&self) {
+        let port = self.store.port();
+        if self.config.start_policy != StartPolicy::Tail
+            || self.registration.options.group_name().is_some()
+            || !port.capabilities().head_seq
+        {
+            return;
+        }
+        match port
+            .head_seq(&self.checkpoint.topic, self.checkpoint.key.as_deref())
+            .await
+        {
+            Ok(head) => self.position.opened_at_tail(head),
+            Err(err) => {
+                tracing::debug!(checkpoint = ?self.checkpoint, %err, "head before a tail start unknown")
+            }
+        }
+    }
+
     /// Acknowledges a finished event to the group.
     async fn ack_to_group(&self, seq: i64) {
         let ack = lock_acks(&self.group_acks).remove(&seq);
@@ -218,6 +242,7 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
             stream = None;
             break;
         }
+        subscription.note_tail_start().await;
         stream = Some(subscription.open());
         if let Some(records) = stream.as_mut() {
             if !read(&subscription, records, &window, &mut workers).await {
@@ -322,6 +347,7 @@ fn dispatch(
     subscription
         .progress
         .received(lane, item.seq(), Some(window));
+    subscription.position.read(lane, item.seq());
     let queued = Queued { item, lane };
     let mut queues = subscription.queues();
     if let Some(queue) = queues.get_mut(&key) {
@@ -402,6 +428,9 @@ async fn handle(
         let acknowledgeable = subscription
             .progress
             .finished(queued.lane, queued.item.seq());
+        if let Some(last) = acknowledgeable.last() {
+            subscription.position.finished_through(queued.lane, *last);
+        }
         if subscription.registration.options.group_name().is_some() {
             subscription.ack_to_group(queued.item.seq()).await;
             return finished;

@@ -63,14 +63,16 @@ mod config;
 pub(crate) mod dead_letter;
 mod dispatch;
 mod handler;
+mod idle;
 mod retry;
 pub(crate) mod shutdown;
 mod stats;
 mod typed;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use photon_core::{PhotonError, Result};
+use photon_core::{PhotonError, Result, StartPolicy, StoragePort};
 use tokio::task::JoinHandle;
 
 pub use admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
@@ -86,14 +88,36 @@ pub use handler::{
 };
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
+use idle::ReadPosition;
 use photon_core::Progress;
 use shutdown::StopSwitch;
 use stats::SubscriptionStats;
+
+/// How long [`Executor::wait_idle`] waits before it fails with [`PhotonError::Timeout`].
+pub const WAIT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running executor. Clones share it.
 ///
 /// Dropping every `Executor` handle and every clone of the `Photon` it runs on stops its
 /// tasks; [`Executor::shutdown`] stops it gracefully and waits.
+///
+/// # Examples
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use photon_runtime::{Event, PhotonError};
+/// let photon = photon_runtime::Photon::builder().build()?;
+/// let executor = photon
+///     .executor()
+///     .handler("billing", "orders", |_event: Event| async { Ok::<(), PhotonError>(()) })
+///     .handler("audit", "orders", |_event: Event| async {})
+///     .start()?;
+/// assert_eq!(executor.handlers().len(), 2);
+/// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+/// executor.wait_idle().await?; // both handlers finished seq 1
+/// executor.shutdown().await?; // drains in-flight handlers, commits checkpoints
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Executor {
     shared: Arc<ExecutorShared>,
@@ -110,6 +134,8 @@ impl std::fmt::Debug for Executor {
 
 /// What a `Photon` and the executor handles share; dropping the last one stops the tasks.
 pub(crate) struct ExecutorShared {
+    port: Arc<dyn StoragePort>,
+    start_policy: StartPolicy,
     switch: StopSwitch,
     running: Vec<RunningHandler>,
     tasks: Mutex<Vec<JoinHandle<Result<()>>>>,
@@ -120,6 +146,7 @@ pub(crate) struct RunningHandler {
     pub(crate) options: HandlerOptions,
     pub(crate) stats: Arc<SubscriptionStats>,
     pub(crate) progress: Arc<Progress>,
+    pub(crate) position: Arc<ReadPosition>,
 }
 
 impl Executor {
@@ -130,6 +157,120 @@ impl Executor {
             .iter()
             .map(|r| r.options.clone())
             .collect()
+    }
+
+    /// Waits until every handler is idle: it has no event in flight, and it has finished
+    /// (handled or dead-lettered) every event stored up to its topic's head at the call.
+    /// Waits at most [`WAIT_IDLE_TIMEOUT`] (30 s); [`Executor::wait_idle_for`] chooses.
+    ///
+    /// - The head is read once, at the call, per handler: the topic's highest seq (the
+    ///   key's, for a handler of one key). Events published after the call are not waited
+    ///   for, including those that handlers publish while it waits: call it again to wait
+    ///   for those too.
+    /// - Each stored event up to the head counts, on every shard of the topic, however its
+    ///   seqs interleave: the stored records are read (`list`) and each checked.
+    /// - A durable handler finished an event when its checkpoint covers it, or when this
+    ///   executor handled or dead-lettered it and every event before it of its shard.
+    ///   Events stored before a handler without checkpoint opened its stream at the tail
+    ///   (`StartPolicy::Tail`) are not its to handle, and do not count.
+    /// - A group handler waits for the group: every event up to the head is covered by its
+    ///   partition's committed checkpoint, whichever member (in any process) handled it;
+    ///   commits are made every `GroupOptions::commit_interval` (100 ms).
+    /// - "In flight" means read and not yet acknowledgeable: running, retrying, waiting in
+    ///   its key's queue, or finished behind an unfinished event.
+    ///
+    /// An executor without handlers is idle at once.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use photon_runtime::{Event, Photon, PhotonError};
+    /// use serde_json::json;
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let handled = Arc::new(AtomicUsize::new(0));
+    /// let counter = handled.clone();
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", move |_event: Event| {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///         async { Ok::<(), PhotonError>(()) }
+    ///     })
+    ///     .start()?;
+    /// for n in 0..3 {
+    ///     photon.publish("orders", Some("o-1"), json!(null), json!({ "n": n })).await?;
+    /// }
+    /// executor.wait_idle().await?;
+    /// assert_eq!(handled.load(Ordering::SeqCst), 3);
+    /// executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// - [`PhotonError::Timeout`] after [`WAIT_IDLE_TIMEOUT`], naming a handler that is not
+    ///   idle and the first event it has not finished.
+    /// - [`PhotonError::Unsupported`] on a port without `head_seq` or `list` (Fluvio).
+    /// - [`PhotonError::Closed`] when the executor stops while waiting.
+    /// - The port's storage errors while reading heads, checkpoints and records.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn wait_idle(&self) -> Result<()> {
+        self.wait_idle_for(WAIT_IDLE_TIMEOUT).await
+    }
+
+    /// [`Executor::wait_idle`], waiting at most `timeout`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use photon_runtime::{Event, Photon, PhotonError};
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("stuck", "orders", |_event: Event| std::future::pending::<()>())
+    ///     .start()?;
+    /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let waited = executor.wait_idle_for(Duration::from_millis(50)).await;
+    /// assert!(matches!(waited, Err(PhotonError::Timeout { .. })));
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Executor::wait_idle`], with the timeout after `timeout`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn wait_idle_for(&self, timeout: Duration) -> Result<()> {
+        let shared = &self.shared;
+        idle::wait(
+            &shared.port,
+            &shared.running,
+            shared.start_policy,
+            || shared.switch.is_stopped(),
+            timeout,
+        )
+        .await
+    }
+
+    /// The head seq of each handler's topic (of its key, for a key handler), in handler
+    /// order.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn handler_heads(&self) -> Result<Vec<Option<i64>>> {
+        let port = &self.shared.port;
+        let mut heads = Vec::with_capacity(self.shared.running.len());
+        for running in &self.shared.running {
+            let key = match running.options.group_name() {
+                Some(_) => None,
+                None => running.options.topic_key(),
+            };
+            heads.push(port.head_seq(running.options.topic(), key).await?);
+        }
+        Ok(heads)
     }
 
     /// Stops taking new events, lets in-flight handlers finish (up to

@@ -24,6 +24,11 @@ impl StopSwitch {
         StopSignal(self.sender.subscribe())
     }
 
+    /// Whether stop was requested.
+    pub(crate) fn is_stopped(&self) -> bool {
+        *self.sender.borrow()
+    }
+
     /// Stops every task observing this switch.
     pub(crate) fn stop(&self) {
         self.sender.send_replace(true);

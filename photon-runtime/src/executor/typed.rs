@@ -16,6 +16,32 @@ use crate::photon::Photon;
 ///
 /// The payload of an event is the JSON of the value; the key is the `keyed_by` field
 /// (formatted with `Display`).
+///
+/// # Examples
+/// `#[topic]` implements it; by hand it reads:
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use futures::StreamExt;
+/// use photon_runtime::{SubscribeOptions, TypedTopic};
+///
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Order { order_id: String, total: u32 }
+///
+/// impl TypedTopic for Order {
+///     const TOPIC: &'static str = "orders";
+///     const KEYED_BY: Option<&'static str> = Some("order_id");
+///     fn topic_key(&self) -> Option<String> { Some(self.order_id.clone()) }
+/// }
+///
+/// let photon = photon_runtime::Photon::builder().build()?;
+/// Order { order_id: "o-1".into(), total: 12 }.publish_on(&photon).await?;
+/// let mut orders = Order::subscribe_on(&photon, SubscribeOptions::from_beginning());
+/// let first = orders.next().await.unwrap()?;
+/// assert_eq!(first.value, Order { order_id: "o-1".into(), total: 12 });
+/// assert_eq!(first.event.topic_key.as_deref(), Some("o-1"));
+/// # Ok::<_, photon_runtime::PhotonError>(())
+/// # }).unwrap();
+/// ```
 pub trait TypedTopic: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The topic name.
     const TOPIC: &'static str;

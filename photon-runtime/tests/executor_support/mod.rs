@@ -108,6 +108,8 @@ pub struct HookedPort {
     /// Appends to topics ending in `.dlq` take a permit first (none are added unless the
     /// test opens the gate).
     pub dead_letter_gate: Option<Arc<tokio::sync::Semaphore>>,
+    /// Claims no `list` capability (a port that cannot list a topic's records).
+    pub without_list: bool,
     crashed: Arc<AtomicBool>,
 }
 
@@ -117,6 +119,7 @@ impl HookedPort {
             inner,
             commit_delay: Duration::ZERO,
             dead_letter_gate: None,
+            without_list: false,
             crashed: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -137,7 +140,9 @@ impl StoragePort for HookedPort {
     }
 
     fn capabilities(&self) -> StorageCapabilities {
-        self.inner.capabilities()
+        let mut capabilities = self.inner.capabilities();
+        capabilities.list &= !self.without_list;
+        capabilities
     }
 
     async fn append(&self, draft: RecordDraft) -> Result<Appended> {
