@@ -23,6 +23,7 @@ mod builder;
 pub mod executor;
 mod group;
 mod photon;
+mod spans;
 mod subscription;
 
 pub use backend::{GenericPhotonBackend, PhotonBackend};
