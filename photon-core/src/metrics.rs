@@ -28,9 +28,10 @@
 //!
 //! # Lag
 //! Lag is the topic's head seq minus the committed checkpoint (the lowest committed lane
-//! of a subscription), never below 0, on ports with the `head_seq` capability (all of
-//! Photon's; on others the gauges are never set). Where seqs have gaps (sharded NATS and
-//! Fluvio topics) it is an upper bound of the backlog, as in the admin snapshot.
+//! of a subscription), never below 0, on ports with the `head_seq` capability (mem,
+//! SQLite and NATS; on the others, Fluvio among them, the gauges are never set). Where
+//! seqs have gaps (NATS topics with several stream shards) it is an upper bound of the
+//! backlog, as in the admin snapshot.
 //!
 //! - `photon_subscription_lag` is set after every checkpoint commit of the subscription
 //!   that stored something (at most once per flush interval, or per `max_pending`
