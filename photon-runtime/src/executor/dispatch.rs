@@ -74,15 +74,13 @@ impl Item {
         match self {
             Self::Event(event) => Position::from(event),
             Self::Unopened(unopened) => Position::from(&unopened.record),
-            Self::Undecodable(error) => {
-                let (topic, key) = self.topic_and_key();
-                Position::of_undecodable(error).unwrap_or(Position {
-                    topic,
-                    key,
-                    seq: self.seq(),
-                    event_id: "",
-                })
-            }
+            // Only `PhotonError::Undecodable` is read into this variant.
+            Self::Undecodable(error) => Position::of_undecodable(error).unwrap_or(Position {
+                topic: "",
+                key: None,
+                seq: 0,
+                event_id: "",
+            }),
         }
     }
 }

@@ -48,11 +48,13 @@
 //! recording allocates nothing; without a recorder each recording is one thread-local
 //! lookup and a no-op.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
-use std::time::Duration;
+mod consumer;
+mod publish;
 
-use metrics::{Key, Label, Level, Metadata, Unit};
+use metrics::{Key, Level, Metadata, Unit};
+
+pub use consumer::{Consumer, ConsumerMetrics};
+pub(crate) use publish::PublishMetrics;
 
 /// Counter: events stored by a publish.
 pub const PUBLISHED: &str = "photon_published_total";
@@ -88,12 +90,19 @@ pub const GROUP: &str = "group";
 /// Label: the group partition.
 pub const PARTITION: &str = "partition";
 
-/// Topics whose publish keys are kept per store; the keys of further topics are built on
-/// each publish, so that a program publishing to ever new topics does not grow the cache.
-const MAX_CACHED_TOPICS: usize = 4096;
-
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The type of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// Only goes up.
+    Counter,
+    /// Set to a value.
+    Gauge,
+    /// A distribution of recorded values.
+    Histogram,
+}
 
 /// One row of the metrics table: what [`describe`] hands the recorder.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,8 +110,8 @@ static METADATA: Metadata<'static> =
 pub struct MetricSpec {
     /// The metric's name.
     pub name: &'static str,
-    /// `counter`, `gauge` or `histogram`.
-    pub kind: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: MetricKind,
     /// Its unit, when the facade has one for it.
     pub unit: Option<Unit>,
     /// What it counts or measures.
@@ -113,67 +122,67 @@ pub struct MetricSpec {
 pub const CATALOGUE: &[MetricSpec] = &[
     spec(
         PUBLISHED,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Events stored by a publish.",
     ),
     spec(
         PUBLISH_ERRORS,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Publishes that returned an error.",
     ),
     spec(
         DELIVERED,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Records handed to a consumer.",
     ),
     spec(
         ACKNOWLEDGED,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Delivered records acknowledged.",
     ),
     spec(
         HANDLER_DURATION,
-        "histogram",
+        MetricKind::Histogram,
         Some(Unit::Seconds),
         "Duration of executor handler attempts.",
     ),
     spec(
         RETRIES,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Handler retries scheduled by the executor.",
     ),
     spec(
         DEAD_LETTERS,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Dead letters stored.",
     ),
     spec(
         CHECKPOINT_COMMITS,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Checkpoint writes the port accepted.",
     ),
     spec(
         CHECKPOINT_COMMIT_ERRORS,
-        "counter",
+        MetricKind::Counter,
         Some(Unit::Count),
         "Checkpoint writes that failed or were refused.",
     ),
     spec(
         SUBSCRIPTION_LAG,
-        "gauge",
+        MetricKind::Gauge,
         None,
         "Head seq minus the subscription's committed checkpoint.",
     ),
     spec(
         GROUP_PARTITION_LAG,
-        "gauge",
+        MetricKind::Gauge,
         None,
         "Head seq minus the group partition's committed checkpoint.",
     ),
@@ -181,7 +190,7 @@ pub const CATALOGUE: &[MetricSpec] = &[
 
 const fn spec(
     name: &'static str,
-    kind: &'static str,
+    kind: MetricKind,
     unit: Option<Unit>,
     description: &'static str,
 ) -> MetricSpec {
@@ -205,211 +214,39 @@ pub fn describe() {
         for spec in CATALOGUE {
             let (name, unit, description) = (spec.name.into(), spec.unit, spec.description.into());
             match spec.kind {
-                "counter" => recorder.describe_counter(name, unit, description),
-                "gauge" => recorder.describe_gauge(name, unit, description),
-                _ => recorder.describe_histogram(name, unit, description),
+                MetricKind::Counter => recorder.describe_counter(name, unit, description),
+                MetricKind::Gauge => recorder.describe_gauge(name, unit, description),
+                MetricKind::Histogram => recorder.describe_histogram(name, unit, description),
             }
         }
     });
 }
 
-fn increment(key: &Key) {
+/// Adds one to the counter `key` of the current recorder.
+pub(crate) fn increment(key: &Key) {
     metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA).increment(1));
 }
 
-fn set_gauge(key: &Key, value: f64) {
+/// Sets the gauge `key` of the current recorder.
+pub(crate) fn set_gauge(key: &Key, value: f64) {
     metrics::with_recorder(|recorder| recorder.register_gauge(key, &METADATA).set(value));
 }
 
-fn record_histogram(key: &Key, value: f64) {
+/// Records a value in the histogram `key` of the current recorder.
+pub(crate) fn record_histogram(key: &Key, value: f64) {
     metrics::with_recorder(|recorder| recorder.register_histogram(key, &METADATA).record(value));
 }
 
-/// A lag figure as a gauge value: never below 0.
-fn lag_value(head: i64, committed: i64) -> f64 {
-    // Lags fit an f64 exactly below 2^53 seqs; beyond that a rounded figure is still useful.
-    head.saturating_sub(committed).max(0) as f64
-}
-
-/// Who consumes: a durable subscription or a consumer group, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Consumer<'a> {
-    /// A durable subscription (or an executor handler without group: its durable name).
-    Subscription(&'a str),
-    /// A consumer group.
-    Group(&'a str),
-}
-
-/// The metric keys of one consumer on one topic, built once so that recording allocates
-/// nothing. Used by durable subscriptions, group members, the executor and checkpoint
-/// committers; port authors need it only for consumers of their own.
-///
-/// ```
-/// use photon_core::metrics::{Consumer, ConsumerMetrics};
-/// let billing = ConsumerMetrics::new("mem", "orders", Consumer::Subscription("billing"));
-/// billing.delivered();
-/// billing.acknowledged();
-/// ```
-#[derive(Debug, Clone)]
-pub struct ConsumerMetrics {
-    delivered: Key,
-    acknowledged: Key,
-    handler_duration: Key,
-    retries: Key,
-    dead_letters: Key,
-    commits: Key,
-    commit_errors: Key,
-    lag: Key,
-}
-
-impl ConsumerMetrics {
-    /// The keys of `consumer` on `topic` of the port labelled `backend`.
-    pub fn new(backend: &'static str, topic: &str, consumer: Consumer<'_>) -> Self {
-        let (consumer_label, name, lag) = match consumer {
-            Consumer::Subscription(name) => (SUBSCRIPTION, name, SUBSCRIPTION_LAG),
-            Consumer::Group(name) => (GROUP, name, GROUP_PARTITION_LAG),
-        };
-        let labels = vec![
-            Label::new(BACKEND, backend),
-            Label::new(TOPIC, topic.to_owned()),
-            Label::new(consumer_label, name.to_owned()),
-        ];
-        let key = |name: &'static str| Key::from_parts(name, labels.clone());
-        Self {
-            delivered: key(DELIVERED),
-            acknowledged: key(ACKNOWLEDGED),
-            handler_duration: key(HANDLER_DURATION),
-            retries: key(RETRIES),
-            dead_letters: key(DEAD_LETTERS),
-            commits: key(CHECKPOINT_COMMITS),
-            commit_errors: key(CHECKPOINT_COMMIT_ERRORS),
-            lag: key(lag),
-        }
-    }
-
-    /// A record was handed to the consumer.
-    pub fn delivered(&self) {
-        increment(&self.delivered);
-    }
-
-    /// A delivered record was acknowledged.
-    pub fn acknowledged(&self) {
-        increment(&self.acknowledged);
-    }
-
-    /// A handler attempt took `elapsed`.
-    pub fn handler_attempt(&self, elapsed: Duration) {
-        record_histogram(&self.handler_duration, elapsed.as_secs_f64());
-    }
-
-    /// A retry was scheduled.
-    pub fn retry(&self) {
-        increment(&self.retries);
-    }
-
-    /// A dead letter was stored.
-    pub fn dead_letter(&self) {
-        increment(&self.dead_letters);
-    }
-
-    /// The port accepted a checkpoint write.
-    pub fn commit(&self) {
-        increment(&self.commits);
-    }
-
-    /// A checkpoint write failed or was refused.
-    pub fn commit_error(&self) {
-        increment(&self.commit_errors);
-    }
-
-    /// Sets a subscription's lag: `head` seq minus `committed` seq (never below 0).
-    pub fn lag(&self, head: i64, committed: i64) {
-        set_gauge(&self.lag, lag_value(head, committed));
-    }
-
-    /// Sets a group partition's lag: `head` seq minus the partition's `committed` seq. The
-    /// key is built per call: partitions are committed at most once per commit interval.
-    pub fn partition_lag(&self, partition: u32, head: i64, committed: i64) {
-        let key = self
-            .lag
-            .with_extra_labels(vec![Label::new(PARTITION, partition.to_string())]);
-        set_gauge(&key, lag_value(head, committed));
-    }
-}
-
-/// The publish keys of one topic.
-#[derive(Debug)]
-struct PublishKeys {
-    published: Key,
-    errors: Key,
-}
-
-impl PublishKeys {
-    fn new(backend: &'static str, topic: &str) -> Self {
-        let labels = vec![
-            Label::new(BACKEND, backend),
-            Label::new(TOPIC, topic.to_owned()),
-        ];
-        Self {
-            published: Key::from_parts(PUBLISHED, labels.clone()),
-            errors: Key::from_parts(PUBLISH_ERRORS, labels),
-        }
-    }
-}
-
-/// The publish keys of a store, per topic, built on a topic's first publish.
-#[derive(Debug)]
-pub(crate) struct PublishMetrics {
-    backend: &'static str,
-    topics: RwLock<HashMap<String, PublishKeys>>,
-}
-
-impl PublishMetrics {
-    pub(crate) fn new(backend: &'static str) -> Self {
-        Self {
-            backend,
-            topics: RwLock::default(),
-        }
-    }
-
-    /// A publish on `topic` was stored.
-    pub(crate) fn published(&self, topic: &str) {
-        self.with_keys(topic, |keys| increment(&keys.published));
-    }
-
-    /// A publish on `topic` returned an error.
-    pub(crate) fn publish_error(&self, topic: &str) {
-        self.with_keys(topic, |keys| increment(&keys.errors));
-    }
-
-    fn with_keys(&self, topic: &str, record: impl Fn(&PublishKeys)) {
-        // Only map reads and inserts happen under this lock: a panic cannot leave it torn.
-        if let Some(keys) = self
-            .topics
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(topic)
-        {
-            return record(keys);
-        }
-        let keys = PublishKeys::new(self.backend, topic);
-        record(&keys);
-        let mut topics = self
-            .topics
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if topics.len() < MAX_CACHED_TOPICS {
-            topics.entry(topic.to_owned()).or_insert(keys);
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
-    fn recorded(recorder: &DebuggingRecorder) -> Vec<(String, Vec<(String, String)>, DebugValue)> {
+    /// A recorded series: name, labels, value.
+    pub(crate) type Row = (String, Vec<(String, String)>, DebugValue);
+
+    /// What `recorder` holds, sorted by name and labels.
+    pub(crate) fn recorded(recorder: &DebuggingRecorder) -> Vec<Row> {
         let mut rows: Vec<_> = recorder
             .snapshotter()
             .snapshot()
@@ -428,95 +265,13 @@ mod tests {
         rows
     }
 
-    fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
+    /// A row of `recorded`.
+    pub(crate) fn row(name: &str, labels: &[(&str, &str)], value: DebugValue) -> Row {
+        let labels = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn publish_keys_are_cached_per_topic_and_count_exactly() {
-        let recorder = DebuggingRecorder::new();
-        let publish = PublishMetrics::new("mem");
-        metrics::with_local_recorder(&recorder, || {
-            publish.published("orders");
-            publish.published("orders");
-            publish.published("audit");
-            publish.publish_error("orders");
-        });
-        assert_eq!(publish.topics.read().unwrap().len(), 2);
-        assert_eq!(
-            recorded(&recorder),
-            vec![
-                (
-                    PUBLISH_ERRORS.to_owned(),
-                    labels(&[("backend", "mem"), ("topic", "orders")]),
-                    DebugValue::Counter(1)
-                ),
-                (
-                    PUBLISHED.to_owned(),
-                    labels(&[("backend", "mem"), ("topic", "audit")]),
-                    DebugValue::Counter(1)
-                ),
-                (
-                    PUBLISHED.to_owned(),
-                    labels(&[("backend", "mem"), ("topic", "orders")]),
-                    DebugValue::Counter(2)
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn consumer_keys_carry_subscription_or_group_and_lag_never_goes_negative() {
-        let recorder = DebuggingRecorder::new();
-        metrics::with_local_recorder(&recorder, || {
-            let billing = ConsumerMetrics::new("nats", "orders", Consumer::Subscription("billing"));
-            billing.delivered();
-            billing.lag(10, 4);
-            let group = ConsumerMetrics::new("nats", "orders", Consumer::Group("audit"));
-            group.commit_error();
-            group.partition_lag(3, 5, 9);
-        });
-        assert_eq!(
-            recorded(&recorder),
-            vec![
-                (
-                    CHECKPOINT_COMMIT_ERRORS.to_owned(),
-                    labels(&[("backend", "nats"), ("topic", "orders"), ("group", "audit")]),
-                    DebugValue::Counter(1)
-                ),
-                (
-                    DELIVERED.to_owned(),
-                    labels(&[
-                        ("backend", "nats"),
-                        ("topic", "orders"),
-                        ("subscription", "billing")
-                    ]),
-                    DebugValue::Counter(1)
-                ),
-                (
-                    GROUP_PARTITION_LAG.to_owned(),
-                    labels(&[
-                        ("backend", "nats"),
-                        ("topic", "orders"),
-                        ("group", "audit"),
-                        ("partition", "3")
-                    ]),
-                    DebugValue::Gauge(0.0.into())
-                ),
-                (
-                    SUBSCRIPTION_LAG.to_owned(),
-                    labels(&[
-                        ("backend", "nats"),
-                        ("topic", "orders"),
-                        ("subscription", "billing")
-                    ]),
-                    DebugValue::Gauge(6.0.into())
-                ),
-            ]
-        );
+            .collect();
+        (name.to_owned(), labels, value)
     }
 
     #[test]
@@ -525,7 +280,7 @@ mod tests {
         metrics::with_local_recorder(&recorder, || {
             describe();
             ConsumerMetrics::new("mem", "t", Consumer::Subscription("s"))
-                .handler_attempt(Duration::from_millis(250));
+                .handler_attempt(std::time::Duration::from_millis(250));
         });
         let snapshot = recorder.snapshotter().snapshot().into_vec();
         assert_eq!(snapshot.len(), 1);
@@ -541,7 +296,7 @@ mod tests {
 
     #[test]
     fn the_readme_table_lists_every_metric_of_the_catalogue() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let section = readme
             .split("\n## Metrics\n")
             .nth(1)
