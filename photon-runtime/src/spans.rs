@@ -59,10 +59,6 @@ impl<'a> Position<'a> {
 
 /// A `photon.deliver` span for a record handed to `consumer`.
 pub(crate) fn deliver(backend: &'static str, consumer: Consumer<'_>, at: Position<'_>) -> Span {
-    let (subscription, group) = match consumer {
-        Consumer::Subscription(name) => (Some(name), None),
-        Consumer::Group(name) => (None, Some(name)),
-    };
     tracing::debug_span!(
         "photon.deliver",
         backend,
@@ -70,8 +66,8 @@ pub(crate) fn deliver(backend: &'static str, consumer: Consumer<'_>, at: Positio
         key = at.key,
         seq = at.seq,
         event_id = at.event_id,
-        subscription,
-        group,
+        subscription = consumer.subscription(),
+        group = consumer.group(),
         error = Empty,
     )
 }

@@ -25,6 +25,24 @@ pub enum Consumer<'a> {
     Group(&'a str),
 }
 
+impl<'a> Consumer<'a> {
+    /// The subscription's name, `None` for a group.
+    pub fn subscription(self) -> Option<&'a str> {
+        match self {
+            Self::Subscription(name) => Some(name),
+            Self::Group(_) => None,
+        }
+    }
+
+    /// The group's name, `None` for a subscription.
+    pub fn group(self) -> Option<&'a str> {
+        match self {
+            Self::Group(name) => Some(name),
+            Self::Subscription(_) => None,
+        }
+    }
+}
+
 /// The metric keys of one consumer on one topic, built once so that recording allocates
 /// nothing. Used by durable subscriptions, group members, the executor and checkpoint
 /// committers; port authors need it only for consumers of their own.

@@ -5,7 +5,6 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError};
 use rand::Rng;
 use tokio::sync::OwnedSemaphorePermit;
@@ -73,10 +72,6 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
 
 /// The `photon.handle` span of one attempt (see [`photon_core::spans`]).
 fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
-    let (subscription, group) = match options.consumer() {
-        Consumer::Subscription(name) => (Some(name), None),
-        Consumer::Group(name) => (None, Some(name)),
-    };
     tracing::info_span!(
         "photon.handle",
         handler = options.handler_name(),
@@ -84,8 +79,8 @@ fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
         key = event.topic_key.as_deref(),
         seq = event.seq,
         event_id = event.event_id.as_str(),
-        subscription,
-        group,
+        subscription = options.consumer().subscription(),
+        group = options.consumer().group(),
         attempt,
         error = Empty,
     )
