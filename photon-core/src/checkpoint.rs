@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::error::Result;
+use crate::metrics::{Consumer, ConsumerMetrics};
 use crate::port::{CheckpointKey, StoragePort};
 
 /// When coalesced checkpoints are written.
@@ -58,10 +59,15 @@ struct Lanes {
 /// tokio runtime. That commit is visible to this process: opening the same checkpoint
 /// again ([`crate::EventStore::records_after_checkpoint`]) waits for it first, and
 /// [`CheckpointCommitter::all_settled`] waits for every one of them.
+///
+/// Each write is counted in `photon_checkpoint_commits_total` (or
+/// `photon_checkpoint_commit_errors_total`), and a flush that stored something sets
+/// `photon_subscription_lag` (see [`crate::metrics`]).
 pub struct CheckpointCommitter {
     port: Arc<dyn StoragePort>,
     key: CheckpointKey,
     policy: FlushPolicy,
+    metrics: ConsumerMetrics,
     lanes: Mutex<Lanes>,
     /// Held across a commit: a flush waits for the commit in flight.
     committing: tokio::sync::Mutex<()>,
@@ -99,10 +105,16 @@ impl std::fmt::Debug for CheckpointCommitter {
 impl CheckpointCommitter {
     /// A committer for `key`; starts its interval flusher on the current tokio runtime.
     pub fn new(port: Arc<dyn StoragePort>, key: CheckpointKey, policy: FlushPolicy) -> Arc<Self> {
+        let metrics = ConsumerMetrics::new(
+            port.label(),
+            &key.topic,
+            Consumer::Subscription(&key.subscription),
+        );
         let committer = Arc::new(Self {
             port,
             key,
             policy,
+            metrics,
             lanes: Mutex::new(Lanes::default()),
             committing: tokio::sync::Mutex::new(()),
         });
@@ -172,24 +184,59 @@ impl CheckpointCommitter {
     /// # Errors
     /// The port's commit error; what failed stays pending.
     pub async fn flush(&self) -> Result<()> {
-        let _turn = self.committing.lock().await;
+        let stored_any = {
+            let _turn = self.committing.lock().await;
+            self.commit_pending().await?
+        };
+        if stored_any {
+            // Outside the turn: a slow head read does not hold the next commit back.
+            self.refresh_lag().await;
+        }
+        Ok(())
+    }
+
+    /// Commits the pending batch; whether anything was stored.
+    async fn commit_pending(&self) -> Result<bool> {
         let batch = {
             let mut lanes = self.lock();
             lanes.since_flush = 0;
             std::mem::take(&mut lanes.pending)
         };
+        let stored_any = !batch.is_empty();
         for (lane, seq) in batch {
             if let Err(err) = self.port.commit_checkpoint(&self.key, seq).await {
+                self.metrics.commit_error();
                 let mut lanes = self.lock();
                 let pending = lanes.pending.entry(lane).or_insert(seq);
                 *pending = (*pending).max(seq);
                 return Err(err);
             }
+            self.metrics.commit();
             let mut lanes = self.lock();
             let committed = lanes.committed.entry(lane).or_insert(seq);
             *committed = (*committed).max(seq);
         }
-        Ok(())
+        Ok(stored_any)
+    }
+
+    /// Sets the lag gauge: the head seq minus the lowest committed lane.
+    async fn refresh_lag(&self) {
+        if !self.port.capabilities().head_seq {
+            return;
+        }
+        let Some(committed) = self.lock().committed.values().min().copied() else {
+            return;
+        };
+        match self
+            .port
+            .head_seq(&self.key.topic, self.key.key.as_deref())
+            .await
+        {
+            Ok(head) => self.metrics.lag(head.unwrap_or(0), committed),
+            Err(err) => {
+                tracing::debug!(checkpoint = ?self.key, %err, "head seq unreadable; lag not updated")
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Lanes> {
@@ -212,6 +259,7 @@ impl Drop for CheckpointCommitter {
         };
         let port = self.port.clone();
         let key = self.key.clone();
+        let metrics = self.metrics.clone();
         let (done, receiver) = watch::channel(());
         {
             let mut registry = final_commits();
@@ -221,8 +269,12 @@ impl Drop for CheckpointCommitter {
         }
         runtime.spawn(async move {
             for seq in pending.into_values() {
-                if let Err(err) = port.commit_checkpoint(&key, seq).await {
-                    tracing::warn!(checkpoint = ?key, %err, "final checkpoint commit failed");
+                match port.commit_checkpoint(&key, seq).await {
+                    Ok(()) => metrics.commit(),
+                    Err(err) => {
+                        metrics.commit_error();
+                        tracing::warn!(checkpoint = ?key, %err, "final checkpoint commit failed");
+                    }
                 }
             }
             drop(done);

@@ -8,6 +8,7 @@
 //!   front of any port.
 //! - [`CheckpointCommitter`]: checkpoint coalescing.
 //! - [`mem::MemStoragePort`]: the in-process port.
+//! - [`metrics`] and [`spans`]: the metrics Photon records and the tracing spans it opens.
 
 pub mod capabilities;
 pub mod checkpoint;
@@ -16,9 +17,11 @@ pub mod error;
 pub mod event;
 pub mod group;
 pub mod mem;
+pub mod metrics;
 pub mod port;
 pub mod progress;
 pub mod shard;
+pub mod spans;
 pub mod store;
 pub mod topic;
 pub mod wire;

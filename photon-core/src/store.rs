@@ -9,11 +9,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::checkpoint::CheckpointCommitter;
 use crate::crypto::TransportCrypto;
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Body, Event, Record, RecordDraft};
+use crate::metrics::PublishMetrics;
 use crate::port::{CheckpointKey, RecordStream, StartAt, StoragePort, SubscribeRequest};
 use crate::topic::{validate_topic_key, validate_topic_name};
 
@@ -53,6 +56,7 @@ static PLAINTEXT_WARNED: AtomicBool = AtomicBool::new(false);
 pub struct EventStore {
     port: Arc<dyn StoragePort>,
     crypto: TransportCrypto,
+    metrics: Arc<PublishMetrics>,
 }
 
 impl std::fmt::Debug for EventStore {
@@ -74,7 +78,12 @@ impl EventStore {
                 "no transport key configured (PHOTON_TRANSPORT_KEYS): events are stored in plaintext"
             );
         }
-        Self { port, crypto }
+        let metrics = Arc::new(PublishMetrics::new(port.label()));
+        Self {
+            port,
+            crypto,
+            metrics,
+        }
     }
 
     /// The port behind this store.
@@ -87,7 +96,9 @@ impl EventStore {
         &self.crypto
     }
 
-    /// Validates, seals and appends an event.
+    /// Validates, seals and appends an event, in a `photon.publish` span (see
+    /// [`crate::spans`]), counting it in `photon_published_total` or
+    /// `photon_publish_errors_total` (see [`crate::metrics`]).
     ///
     /// # Errors
     /// [`PhotonError::InvalidTopic`], [`PhotonError::InvalidKey`] or
@@ -100,8 +111,36 @@ impl EventStore {
         actor: Value,
         payload: Value,
     ) -> Result<Appended> {
-        let draft = self.draft(topic, key, actor, payload)?;
-        self.port.append(draft).await
+        let span = tracing::debug_span!(
+            "photon.publish",
+            backend = self.port.label(),
+            topic,
+            key,
+            seq = Empty,
+            event_id = Empty,
+            error = Empty,
+        );
+        let stored = async {
+            let draft = self.draft(topic, key, actor, payload)?;
+            self.port.append(draft).await
+        }
+        .instrument(span.clone())
+        .await;
+        match &stored {
+            Ok(appended) => {
+                span.record("seq", appended.seq);
+                span.record("event_id", appended.event_id.as_str());
+                self.metrics.published(topic);
+            }
+            Err(error) => {
+                crate::spans::record_error(&span, "publish", error);
+                // An invalid name is no topic: it gets no series of its own.
+                if validate_topic_name(topic).is_ok() {
+                    self.metrics.publish_error(topic);
+                }
+            }
+        }
+        stored
     }
 
     /// Builds the draft of a publish: validation, size limit and sealing, nothing stored.

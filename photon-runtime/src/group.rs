@@ -8,9 +8,11 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use photon_core::group::GroupMembership;
+use photon_core::metrics::{Consumer, ConsumerMetrics};
 use photon_core::{Acknowledge, DeliveryStream, Event, EventStore, PhotonError, Result};
 
 use crate::executor::{TypedEvent, TypedTopic};
+use crate::spans::{self, Position};
 
 enum Deliveries {
     /// The lease protocol of `photon-core` (mem, SQLite, NATS, Fluvio): can leave
@@ -64,6 +66,8 @@ pub struct GroupSubscription {
     deliveries: Deliveries,
     store: EventStore,
     pending: Mutex<HashMap<String, Box<dyn Acknowledge>>>,
+    group: String,
+    metrics: ConsumerMetrics,
 }
 
 impl std::fmt::Debug for GroupSubscription {
@@ -75,20 +79,39 @@ impl std::fmt::Debug for GroupSubscription {
 }
 
 impl GroupSubscription {
-    pub(crate) fn from_membership(membership: GroupMembership, store: EventStore) -> Self {
-        Self::new(Deliveries::Member(membership), store)
+    pub(crate) fn from_membership(
+        membership: GroupMembership,
+        store: EventStore,
+        group: &str,
+        topic: &str,
+    ) -> Self {
+        Self::new(Deliveries::Member(membership), store, group, topic)
     }
 
-    pub(crate) fn from_port(stream: DeliveryStream, store: EventStore) -> Self {
-        Self::new(Deliveries::Port(Mutex::new(stream)), store)
+    pub(crate) fn from_port(
+        stream: DeliveryStream,
+        store: EventStore,
+        group: &str,
+        topic: &str,
+    ) -> Self {
+        Self::new(Deliveries::Port(Mutex::new(stream)), store, group, topic)
     }
 
-    fn new(deliveries: Deliveries, store: EventStore) -> Self {
+    fn new(deliveries: Deliveries, store: EventStore, group: &str, topic: &str) -> Self {
+        let metrics = ConsumerMetrics::new(store.port().label(), topic, Consumer::Group(group));
         Self {
             deliveries,
             store,
             pending: Mutex::new(HashMap::new()),
+            group: group.to_owned(),
+            metrics,
         }
+    }
+
+    /// Counts a record handed out and opens the span of its delivery.
+    fn delivered(&self, at: Position<'_>) -> tracing::Span {
+        self.metrics.delivered();
+        spans::deliver(self.store.port().label(), Consumer::Group(&self.group), at)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Box<dyn Acknowledge>>> {
@@ -122,7 +145,9 @@ impl GroupSubscription {
     /// # Errors
     /// As [`GroupSubscription::ack`].
     pub async fn ack_id(&self, event_id: &str) -> Result<()> {
-        self.take(event_id)?.ack().await
+        self.take(event_id)?.ack().await?;
+        self.metrics.acknowledged();
+        Ok(())
     }
 
     /// Gives an event back: it is delivered again (to this member, ahead of its later
@@ -175,6 +200,10 @@ impl Stream for GroupSubscription {
                 {
                     if let Some(ack) = membership.undecodable_acks().take(*seq) {
                         self.lock().insert(event_id.clone(), ack);
+                        if let Some(at) = Position::of_undecodable(&err) {
+                            let span = self.delivered(at);
+                            photon_core::spans::record_error(&span, "decoding the record", &err);
+                        }
                     }
                 }
                 return Poll::Ready(Some(Err(err)));
@@ -182,10 +211,15 @@ impl Stream for GroupSubscription {
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => return Poll::Pending,
         };
+        let span = self.delivered(Position::from(&delivery.record));
+        let _opening = span.enter();
         let event_id = delivery.record.event_id.clone();
         let opened = self.store.open_record(delivery.record);
         self.lock().insert(event_id, delivery.ack);
-        Poll::Ready(Some(opened.map_err(|unopened| unopened.error)))
+        Poll::Ready(Some(opened.map_err(|unopened| {
+            photon_core::spans::record_error(&span, "opening the record", &unopened.error);
+            unopened.error
+        })))
     }
 }
 

@@ -23,6 +23,7 @@ mod builder;
 pub mod executor;
 mod group;
 mod photon;
+mod spans;
 mod subscription;
 #[cfg(feature = "testing")]
 pub mod testing;

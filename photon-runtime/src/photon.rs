@@ -301,6 +301,8 @@ impl Photon {
             GroupSubscription::from_port(
                 Box::pin(futures::stream::once(std::future::ready(Err(err)))),
                 store.clone(),
+                group,
+                topic,
             )
         };
         if let Err(err) = validate_topic_name(topic) {
@@ -319,10 +321,12 @@ impl Photon {
                 GroupSubscription::from_membership(
                     photon_core::group::join(port, coordination, request, options),
                     store,
+                    group,
+                    topic,
                 )
             }
             None if port.capabilities().consumer_groups => {
-                GroupSubscription::from_port(port.subscribe_group(request), store)
+                GroupSubscription::from_port(port.subscribe_group(request), store, group, topic)
             }
             None => refused(port.unsupported("consumer groups across processes")),
         }

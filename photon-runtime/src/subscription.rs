@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 use futures::Stream;
+use photon_core::metrics::{Consumer, ConsumerMetrics};
 use photon_core::{
     CheckpointCommitter, CheckpointKey, Event, EventStore, PhotonError, Progress, Record,
     RecordStream, Result, Unopened,
@@ -16,6 +17,7 @@ use photon_core::{
 
 use crate::executor::dead_letter::{store_dead_letter, DeadLetter, Stored};
 use crate::executor::shutdown::{StopSignal, StopSwitch};
+use crate::spans::{self, Position};
 
 /// A durable subscription: a stream of events after the stored checkpoint.
 ///
@@ -104,6 +106,7 @@ struct Shared {
     progress: Progress,
     held: Mutex<Held>,
     waker: AtomicWaker,
+    metrics: ConsumerMetrics,
 }
 
 #[derive(Default)]
@@ -122,6 +125,9 @@ impl Shared {
 
     async fn ack_position(self: Arc<Self>, topic: String, seq: i64) -> Result<()> {
         let lane = self.lane(&topic, seq);
+        if self.progress.is_pending(lane, seq) {
+            self.metrics.acknowledged();
+        }
         let ready = self.progress.finished(lane, seq);
         {
             let mut held = self.held();
@@ -133,6 +139,19 @@ impl Shared {
             Some(last) => self.committer.ack(*last).await,
             None => Ok(()),
         }
+    }
+
+    /// Counts a record handed out and opens the span of its delivery.
+    fn delivered(&self, at: Position<'_>) -> tracing::Span {
+        self.metrics.delivered();
+        let name = &self.committer.key().subscription;
+        spans::deliver(self.store.port().label(), Consumer::Subscription(name), at)
+    }
+
+    /// Counts a released event handed out again, in a span of its own.
+    fn redelivered(&self, event: Event) -> Event {
+        drop(self.delivered(Position::from(&event)));
+        event
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -160,9 +179,16 @@ impl DurableSubscription {
     ) -> Self {
         let stop = switch.signal();
         let mut waiting = stop.clone();
+        let checkpoint = committer.key();
+        let metrics = ConsumerMetrics::new(
+            store.port().label(),
+            &checkpoint.topic,
+            Consumer::Subscription(&checkpoint.subscription),
+        );
         Self {
             records,
             shared: Arc::new(Shared {
+                metrics,
                 store,
                 committer,
                 dead_letter_topic,
@@ -232,7 +258,10 @@ impl DurableSubscription {
         async move {
             let letter = letter?;
             match store_dead_letter(&shared.store, &shared.dead_letter_topic, &letter, None).await {
-                Stored::Whole | Stored::Reference => acked.await,
+                Stored::Whole | Stored::Reference => {
+                    shared.metrics.dead_letter();
+                    acked.await
+                }
                 Stored::Refused(err) => Err(err),
                 Stored::Abandoned => Err(PhotonError::Closed("dead-letter store".into())),
             }
@@ -331,11 +360,11 @@ impl Stream for DurableSubscription {
             return Poll::Ready(None);
         }
         if let Some(event) = self.shared.held().released.pop_front() {
-            return Poll::Ready(Some(Ok(event)));
+            return Poll::Ready(Some(Ok(self.shared.redelivered(event))));
         }
         self.shared.waker.register(cx.waker());
         if let Some(event) = self.shared.held().released.pop_front() {
-            return Poll::Ready(Some(Ok(event)));
+            return Poll::Ready(Some(Ok(self.shared.redelivered(event))));
         }
         let item = match self.records.as_mut().poll_next(cx) {
             Poll::Ready(Some(item)) => item,
@@ -347,10 +376,13 @@ impl Stream for DurableSubscription {
             Ok(record) => {
                 let lane = this.lane(&record.topic_name, record.seq);
                 this.progress.received(lane, record.seq, None);
+                let span = this.delivered(Position::from(&record));
+                let _opening = span.enter();
                 match this.store.open_record(record) {
                     Ok(event) => Ok(event),
                     Err(unopened) => {
                         let Unopened { record, error } = *unopened;
+                        photon_core::spans::record_error(&span, "opening the record", &error);
                         this.held().unopened.insert(record.seq, record);
                         Err(error)
                     }
@@ -360,6 +392,7 @@ impl Stream for DurableSubscription {
                 if let Some((topic, seq)) = error.position() {
                     let lane = this.lane(topic, seq);
                     this.progress.received(lane, seq, None);
+                    this.metrics.delivered();
                 }
                 Err(error)
             }

@@ -22,6 +22,7 @@ use crate::group::partition::{
     GroupAck, Handout, Owned, Redelivery, UndecodableAck, UndecodableAcks,
 };
 use crate::group::reader::SharedReader;
+use crate::metrics::{Consumer, ConsumerMetrics};
 use crate::port::{Delivery, GroupRequest, StartAt, StoragePort};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -51,6 +52,7 @@ struct Member {
     /// Reads the topic once for the owned partitions the store cannot read alone.
     shared: SharedReader,
     out: mpsc::UnboundedSender<Handout>,
+    metrics: ConsumerMetrics,
 }
 
 /// Joins a group through a port's [`GroupCoordination`]: the member heartbeats, owns the
@@ -97,7 +99,13 @@ pub fn join(
         Arc::clone(&port),
         out.clone(),
     );
+    let metrics = ConsumerMetrics::new(
+        port.label(),
+        &request.topic,
+        Consumer::Group(&request.group),
+    );
     let member = Arc::new(Member {
+        metrics,
         scope: GroupScope::new(request.group, request.topic),
         owner: format!("{}#{}", options.member, uuid::Uuid::new_v4().simple()),
         options,
@@ -331,30 +339,40 @@ impl Member {
             .head_seq(&self.scope.topic, None)
             .await?
             .unwrap_or(0);
-        self.coordination
+        let pinned = self
+            .coordination
             .commit(&self.scope, owned.partition, &self.owner, owned.epoch, head)
-            .await?;
+            .await;
+        self.count_commit(&pinned);
+        pinned?;
         owned.committed(head);
+        self.metrics.partition_lag(owned.partition, head, head);
         Ok(StartAt::AfterSeq(head))
     }
 
-    /// Commits the acknowledged run of every owned partition.
+    /// Commits the acknowledged run of every owned partition, then sets the lag of those
+    /// committed.
     async fn commit_all(&self) {
+        let mut committed = Vec::new();
         for owned in self.owned() {
-            self.commit(&owned).await;
+            committed.extend(self.commit(&owned).await);
         }
+        self.refresh_lag(&committed).await;
     }
 
-    async fn commit(&self, owned: &Arc<Owned>) {
-        let Some(seq) = owned.to_commit() else {
-            return;
-        };
-        match self
+    /// Commits a partition's acknowledged run; the partition and seq when stored.
+    async fn commit(&self, owned: &Arc<Owned>) -> Option<(u32, i64)> {
+        let seq = owned.to_commit()?;
+        let result = self
             .coordination
             .commit(&self.scope, owned.partition, &self.owner, owned.epoch, seq)
-            .await
-        {
-            Ok(()) => owned.committed(seq),
+            .await;
+        self.count_commit(&result);
+        match result {
+            Ok(()) => {
+                owned.committed(seq);
+                return Some((owned.partition, seq));
+            }
             Err(err @ PhotonError::Fenced { .. }) => {
                 tracing::warn!(scope = ?self.scope, %err, "group commit refused: partition lost");
                 self.forget(owned);
@@ -363,12 +381,39 @@ impl Member {
                 tracing::warn!(scope = ?self.scope, %err, "group commit failed; will retry")
             }
         }
+        None
+    }
+
+    fn count_commit(&self, result: &Result<()>) {
+        match result {
+            Ok(()) => self.metrics.commit(),
+            Err(_) => self.metrics.commit_error(),
+        }
+    }
+
+    /// Sets the lag gauge of each committed `(partition, seq)`, reading the head once.
+    async fn refresh_lag(&self, committed: &[(u32, i64)]) {
+        if committed.is_empty() || !self.port.capabilities().head_seq {
+            return;
+        }
+        match self.port.head_seq(&self.scope.topic, None).await {
+            Ok(head) => {
+                for (partition, seq) in committed {
+                    self.metrics
+                        .partition_lag(*partition, head.unwrap_or(0), *seq);
+                }
+            }
+            Err(err) => {
+                tracing::debug!(scope = ?self.scope, %err, "head seq unreadable; lag not updated")
+            }
+        }
     }
 
     /// Commits what was acknowledged, then gives the lease back.
     async fn hand_back(&self, owned: &Arc<Owned>) {
-        self.commit(owned).await;
+        let committed = self.commit(owned).await;
         self.release(owned).await;
+        self.refresh_lag(committed.as_slice()).await;
     }
 
     async fn release(&self, owned: &Arc<Owned>) {

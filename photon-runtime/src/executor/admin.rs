@@ -134,6 +134,10 @@ impl Photon {
                             head_seq(port.as_ref(), options.topic(), options.topic_key()).await?;
                         let lag =
                             head.map(|head| (head.unwrap_or(0) - checkpoint.unwrap_or(0)).max(0));
+                        if let Some(head) = head {
+                            let metrics = running.stats.metrics();
+                            metrics.lag(head.unwrap_or(0), checkpoint.unwrap_or(0));
+                        }
                         (checkpoint, lag)
                     }
                 };

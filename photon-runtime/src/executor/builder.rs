@@ -217,8 +217,6 @@ impl ExecutorBuilder {
                 checkpoint.clone(),
                 self.photon.committer(checkpoint),
                 config.clone(),
-                Arc::default(),
-                Arc::default(),
                 switch.signal(),
             ));
             running.push(RunningHandler {

@@ -10,12 +10,15 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use photon_core::group::GroupOptions;
+use photon_core::metrics::ConsumerMetrics;
+use photon_core::spans::record_error;
 use photon_core::{
     Acknowledge, CheckpointCommitter, CheckpointKey, DeliveryStream, Event, EventStore,
     GroupRequest, PhotonError, RecordStream, Result, StartAt, StartPolicy, Unopened,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+use tracing::{Instrument, Span};
 
 use super::config::ExecutorConfig;
 use super::dead_letter::{store_dead_letter, DeadLetter, Stored};
@@ -24,12 +27,15 @@ use super::idle::ReadPosition;
 use super::retry::{run_with_retries, Outcome};
 use super::shutdown::{drain_workers, log_join_error, StopSignal};
 use super::stats::SubscriptionStats;
+use crate::spans::{self, Position};
 use photon_core::Progress;
 
 /// A read record waiting for its key's worker.
 struct Queued {
     item: Item,
     lane: u32,
+    /// The `photon.deliver` span, open until the record is finished.
+    span: Span,
 }
 
 /// What was read: an event for the handler, or a record that cannot be opened or decoded,
@@ -64,6 +70,20 @@ impl Item {
             Self::Undecodable(_) => ("", None),
         }
     }
+
+    fn position(&self) -> Position<'_> {
+        match self {
+            Self::Event(event) => Position::from(event),
+            Self::Unopened(unopened) => Position::from(&unopened.record),
+            // Only `PhotonError::Undecodable` is read into this variant.
+            Self::Undecodable(error) => Position::of_undecodable(error).unwrap_or(Position {
+                topic: "",
+                key: None,
+                seq: 0,
+                event_id: "",
+            }),
+        }
+    }
 }
 
 /// Everything the dispatcher and the workers of one subscription share.
@@ -81,24 +101,28 @@ pub(crate) struct Subscription {
     /// Events waiting per key; a key present here has a running worker.
     queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
     /// Parallelism slots: one per key being handled.
-    slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
     /// Group handlers: the acknowledgement of each delivery read and not yet finished.
     group_acks: Arc<Mutex<HashMap<i64, Box<dyn Acknowledge>>>>,
 }
 
 impl Subscription {
-    #[allow(clippy::too_many_arguments)] // one constructor, called once, by the executor
     pub(crate) fn new(
         store: EventStore,
         registration: Registration,
         checkpoint: CheckpointKey,
         committer: Arc<CheckpointCommitter>,
         config: Arc<ExecutorConfig>,
-        stats: Arc<SubscriptionStats>,
-        progress: Arc<Progress>,
         stop: StopSignal,
     ) -> Self {
+        let metrics = ConsumerMetrics::new(
+            store.port().label(),
+            &checkpoint.topic,
+            registration.options.consumer(),
+        );
         Self {
+            stats: Arc::new(SubscriptionStats::new(metrics)),
+            progress: Arc::default(),
             dead_letter_topic: config.dead_letter_topic(&checkpoint.topic),
             slots: Arc::new(Semaphore::new(config.parallelism)),
             store,
@@ -106,8 +130,6 @@ impl Subscription {
             checkpoint,
             committer,
             config,
-            stats,
-            progress,
             position: Arc::default(),
             stop,
             queues: Mutex::new(HashMap::new()),
@@ -208,6 +230,17 @@ impl Subscription {
                 tracing::warn!(checkpoint = ?self.checkpoint, seq, %err, "group acknowledgement failed")
             }
         }
+    }
+
+    /// Counts a record handed to the handler and opens the span of its delivery.
+    fn delivered(&self, item: &Item) -> Span {
+        self.stats.record_delivered();
+        let backend = self.store.port().label();
+        spans::deliver(
+            backend,
+            self.registration.options.consumer(),
+            item.position(),
+        )
     }
 
     fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<Option<String>, VecDeque<Queued>>> {
@@ -340,6 +373,7 @@ fn dispatch(
     window: OwnedSemaphorePermit,
     workers: &mut JoinSet<()>,
 ) {
+    let span = subscription.delivered(&item);
     let (topic, key) = item.topic_and_key();
     let lane = subscription.store.port().checkpoint_lane(topic, item.seq());
     let key = key.map(str::to_owned);
@@ -348,7 +382,7 @@ fn dispatch(
         .progress
         .received(lane, item.seq(), Some(window));
     subscription.position.read(lane, item.seq());
-    let queued = Queued { item, lane };
+    let queued = Queued { item, lane, span };
     let mut queues = subscription.queues();
     if let Some(queue) = queues.get_mut(&key) {
         queue.push_back(queued);
@@ -383,7 +417,11 @@ async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
         let (Some(queued), Some(slot)) = (next, slot) else {
             return;
         };
-        if !handle(&subscription, &queued, slot, &mut stop).await {
+        let span = queued.span.clone();
+        if !handle(&subscription, &queued, slot, &mut stop)
+            .instrument(span)
+            .await
+        {
             subscription.queues().remove(&key);
             return;
         }
@@ -402,6 +440,7 @@ async fn handle(
         Item::Event(event) => handle_event(subscription, event, slot, stop).await,
         Item::Unopened(unopened) => {
             drop(slot);
+            record_error(&queued.span, "opening the record", &unopened.error);
             let options = &subscription.registration.options;
             tracing::warn!(
                 handler = options.handler_name(), topic = %unopened.record.topic_name,
@@ -413,6 +452,7 @@ async fn handle(
         }
         Item::Undecodable(error) => {
             drop(slot);
+            record_error(&queued.span, "decoding the record", error);
             let options = &subscription.registration.options;
             tracing::warn!(
                 handler = options.handler_name(), %error,
@@ -425,6 +465,7 @@ async fn handle(
         }
     };
     if finished {
+        subscription.stats.record_acknowledged();
         let acknowledgeable = subscription
             .progress
             .finished(queued.lane, queued.item.seq());
@@ -453,16 +494,7 @@ async fn handle_event(
     stop: &mut StopSignal,
 ) -> bool {
     let registration = &subscription.registration;
-    let outcome = run_with_retries(
-        &registration.handler,
-        event,
-        &subscription.config.retry,
-        &subscription.slots,
-        slot,
-        stop,
-        &subscription.stats,
-    )
-    .await;
+    let outcome = run_with_retries(subscription, event, slot, stop).await;
     match outcome {
         Outcome::Handled => {
             subscription.stats.record_handled();

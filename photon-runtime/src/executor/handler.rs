@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result};
 
 use super::typed::TypedTopic;
@@ -174,6 +175,13 @@ impl HandlerOptions {
     /// The handler's name.
     pub fn handler_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.durable)
+    }
+
+    /// Whom metrics and spans name: the group, else the durable subscription.
+    pub(crate) fn consumer(&self) -> Consumer<'_> {
+        self.group
+            .as_deref()
+            .map_or(Consumer::Subscription(&self.durable), Consumer::Group)
     }
 }
 

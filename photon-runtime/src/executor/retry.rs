@@ -2,18 +2,19 @@
 //! panics turned into failures.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use photon_core::{Event, PhotonError};
 use rand::Rng;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
 
 use super::config::RetryPolicy;
-use super::handler::HandlerFn;
+use super::dispatch::Subscription;
+use super::handler::{HandlerFn, HandlerOptions};
 use super::shutdown::StopSignal;
-use super::stats::SubscriptionStats;
 
 /// How one event ended.
 #[derive(Debug)]
@@ -69,28 +70,50 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
     PhotonError::handler_permanent(format!("handler panicked: {text}"))
 }
 
-/// Runs `event` until it succeeds, fails for good or shutdown interrupts a backoff.
+/// The `photon.handle` span of one attempt (see [`photon_core::spans`]).
+fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
+    tracing::info_span!(
+        "photon.handle",
+        handler = options.handler_name(),
+        topic = event.topic_name.as_str(),
+        key = event.topic_key.as_deref(),
+        seq = event.seq,
+        event_id = event.event_id.as_str(),
+        subscription = options.consumer().subscription(),
+        group = options.consumer().group(),
+        attempt,
+        error = Empty,
+    )
+}
+
+/// Runs `event` until it succeeds, fails for good or shutdown interrupts a backoff; each
+/// attempt in its own span, timed.
 ///
 /// `permit` is a parallelism slot held while the handler runs; it is given back during
 /// backoff so that a retrying key never keeps other keys waiting.
 pub(crate) async fn run_with_retries(
-    handler: &HandlerFn,
+    subscription: &Subscription,
     event: &Event,
-    policy: &RetryPolicy,
-    slots: &Arc<Semaphore>,
     mut permit: OwnedSemaphorePermit,
     stop: &mut StopSignal,
-    stats: &SubscriptionStats,
 ) -> Outcome {
+    let registration = &subscription.registration;
+    let (policy, stats) = (&subscription.config.retry, &subscription.stats);
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let result = attempt(handler, event).await;
+        let span = attempt_span(&registration.options, event, attempts);
+        let started = Instant::now();
+        let result = attempt(&registration.handler, event)
+            .instrument(span.clone())
+            .await;
+        stats.record_attempt(started.elapsed());
         drop(permit);
         let error = match result {
             Ok(()) => return Outcome::Handled,
             Err(error) => error,
         };
+        photon_core::spans::record_error(&span, "handler attempt", &error);
         if !error.is_retryable() || attempts >= policy.max_attempts {
             return Outcome::Failed { error, attempts };
         }
@@ -104,7 +127,7 @@ pub(crate) async fn run_with_retries(
             () = stop.stopped() => return Outcome::Abandoned,
         }
         permit = tokio::select! {
-            acquired = slots.clone().acquire_owned() => match acquired {
+            acquired = subscription.slots.clone().acquire_owned() => match acquired {
                 Ok(permit) => permit,
                 Err(_) => return Outcome::Abandoned,
             },
