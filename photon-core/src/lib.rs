@@ -11,6 +11,7 @@
 
 pub mod capabilities;
 pub mod checkpoint;
+pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod event;
