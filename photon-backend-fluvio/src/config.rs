@@ -78,8 +78,10 @@ pub enum ReplayCursor {
 
 impl ReplayCursor {
     /// The words of the dialect, in any case.
-    pub(crate) const CHOICES: [(&'static str, Self); 2] =
-        [("stream_seq", Self::StreamSeq), ("tail_only", Self::TailOnly)];
+    pub(crate) const CHOICES: [(&'static str, Self); 2] = [
+        ("stream_seq", Self::StreamSeq),
+        ("tail_only", Self::TailOnly),
+    ];
 
     /// Parses `stream_seq` or `tail_only`, in any case.
     ///

@@ -8,8 +8,8 @@ use photon_core::config::{check_count, Alias, Env, EnvVar};
 use photon_core::{PhotonError, Result};
 
 use crate::config::{
-    FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, BATCH_SIZE_ENV, ENDPOINT_ENV,
-    LINGER_ENV, MAX_INFLIGHT_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
+    FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, BATCH_SIZE_ENV, ENDPOINT_ENV, LINGER_ENV,
+    MAX_INFLIGHT_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
     RETENTION_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV, SYNC_ACK_ENV,
 };
 use crate::retention::MIN_RETENTION;
@@ -36,12 +36,11 @@ impl FluvioStoragePortBuilder {
     pub(crate) fn resolve_with(&self, env: &Env) -> Result<FluvioConfig> {
         let defaults = FluvioConfig::default();
         let var = EnvVar::new;
-        let count = |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| {
-            match set {
+        let count =
+            |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| match set {
                 Some(value) => Ok(value),
                 None => env.count(var, range).map(|found| found.unwrap_or(default)),
-            }
-        };
+            };
         let config = FluvioConfig {
             endpoint: match &self.endpoint {
                 Some(endpoint) => endpoint.clone(),
@@ -270,13 +269,25 @@ mod tests {
             (PREFIX_ENV, "Bad_Prefix", prefix_form),
             (TOPIC_SHARDS_ENV, "0", "expected an integer from 1 to 256"),
             (SHARDS_ENV, "257", "expected an integer from 1 to 256"),
-            (MAX_INFLIGHT_ENV, "none", "expected an integer of at least 1"),
+            (
+                MAX_INFLIGHT_ENV,
+                "none",
+                "expected an integer of at least 1",
+            ),
             (SYNC_ACK_ENV, "maybe", "expected true or false"),
-            (REPLAY_CURSOR_ENV, "offset", "expected stream_seq or tail_only"),
+            (
+                REPLAY_CURSOR_ENV,
+                "offset",
+                "expected stream_seq or tail_only",
+            ),
             (RETENTION_ENV, "5s", retention_form),
             (RETENTION_ENV, "7", retention_form),
             (RETENTION_MAX_AGE_ENV, "soon", retention_form),
-            (REPLICAS_ENV, "0", "expected an integer from 1 to 4294967295"),
+            (
+                REPLICAS_ENV,
+                "0",
+                "expected an integer from 1 to 4294967295",
+            ),
             (BATCH_SIZE_ENV, "12", "expected a size from 1KiB to 4GiB"),
         ] {
             let err = resolve(FluvioStoragePortBuilder::new(), &[(name, value)]).unwrap_err();
@@ -310,8 +321,7 @@ mod tests {
         assert_eq!(config.replicas, 3);
         assert_eq!(config.linger, Duration::from_millis(2));
         assert_eq!(config.batch_size, 256 * 1024);
-        let short: FluvioConfig =
-            serde_json::from_str(r#"{"retention_max_age": "1s"}"#).unwrap();
+        let short: FluvioConfig = serde_json::from_str(r#"{"retention_max_age": "1s"}"#).unwrap();
         assert_eq!(
             validate(&short).unwrap_err().to_string(),
             "invalid configuration retention_max_age=\"1s\": expected a duration in whole \

@@ -115,7 +115,9 @@ pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
-pub use config::{BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV};
+pub use config::{
+    BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
+};
 pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;

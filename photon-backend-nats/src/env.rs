@@ -22,8 +22,8 @@ const PREFIX: EnvVar =
     EnvVar::new(PHOTON_NATS_PREFIX).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")]);
 const SHARDS: EnvVar =
     EnvVar::new(PHOTON_NATS_SHARDS).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")]);
-const RETENTION_MAX_AGE: EnvVar = EnvVar::new(PHOTON_NATS_RETENTION_MAX_AGE)
-    .aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
+const RETENTION_MAX_AGE: EnvVar =
+    EnvVar::new(PHOTON_NATS_RETENTION_MAX_AGE).aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
 const RETENTION_MAX_BYTES: EnvVar = EnvVar::new(PHOTON_NATS_RETENTION_MAX_BYTES)
     .aliases(&[Alias::deprecated_binary_letters("PHOTON_NATS_MAX_BYTES")]);
 const REPLAY_CURSORS: [(&str, ReplayCursor); 2] = [
@@ -40,12 +40,11 @@ impl NatsStoragePortBuilder {
     pub(crate) fn resolve(&self, env: &Env) -> Result<NatsConfig> {
         let defaults = NatsConfig::default();
         let var = EnvVar::new;
-        let count = |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| {
-            match set {
+        let count =
+            |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| match set {
                 Some(value) => Ok(value),
                 None => env.count(var, range).map(|found| found.unwrap_or(default)),
-            }
-        };
+            };
         let flag = |set: Option<bool>, name: &'static str, default: bool| match set {
             Some(value) => Ok(value),
             None => env.flag(&var(name)).map(|found| found.unwrap_or(default)),
@@ -285,7 +284,10 @@ mod tests {
         assert_eq!(config.retention_max_age, Some(Duration::from_secs(5400)));
         assert_eq!(config.retention_max_bytes, Some(2 << 30));
         assert_eq!(
-            refused(&[(PHOTON_NATS_SHARDS, "4"), ("PHOTON_NATS_STREAM_SHARDS", "2")]),
+            refused(&[
+                (PHOTON_NATS_SHARDS, "4"),
+                ("PHOTON_NATS_STREAM_SHARDS", "2")
+            ]),
             "invalid configuration PHOTON_NATS_SHARDS=\"4\": expected the same value as \
              PHOTON_NATS_STREAM_SHARDS=\"2\", an older name of this setting (or unset it)"
         );
@@ -301,7 +303,10 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!((config.retention_max_age, config.retention_max_bytes), (None, None));
+        assert_eq!(
+            (config.retention_max_age, config.retention_max_bytes),
+            (None, None)
+        );
     }
 
     #[test]
@@ -329,13 +334,37 @@ mod tests {
     fn bad_values_name_variable_and_accepted_values() {
         let cases = [
             (PHOTON_NATS_REPLICAS, "0", "expected an integer from 1 to 5"),
-            (PHOTON_NATS_REPLICAS, "three", "expected an integer from 1 to 5"),
+            (
+                PHOTON_NATS_REPLICAS,
+                "three",
+                "expected an integer from 1 to 5",
+            ),
             (PHOTON_NATS_SHARDS, "65", "expected an integer from 1 to 64"),
-            ("PHOTON_NATS_STREAM_SHARDS", "0", "expected an integer from 1 to 64"),
-            (PHOTON_NATS_MAX_IN_FLIGHT, "-1", "expected an integer from 1 to 65536"),
-            (PHOTON_NATS_RETENTION_MAX_AGE, "10", "expected a duration with a unit"),
-            ("PHOTON_NATS_MAX_AGE", "7 fortnights", "expected a duration with a unit"),
-            (PHOTON_NATS_RETENTION_MAX_BYTES, "lots", "expected a size in bytes"),
+            (
+                "PHOTON_NATS_STREAM_SHARDS",
+                "0",
+                "expected an integer from 1 to 64",
+            ),
+            (
+                PHOTON_NATS_MAX_IN_FLIGHT,
+                "-1",
+                "expected an integer from 1 to 65536",
+            ),
+            (
+                PHOTON_NATS_RETENTION_MAX_AGE,
+                "10",
+                "expected a duration with a unit",
+            ),
+            (
+                "PHOTON_NATS_MAX_AGE",
+                "7 fortnights",
+                "expected a duration with a unit",
+            ),
+            (
+                PHOTON_NATS_RETENTION_MAX_BYTES,
+                "lots",
+                "expected a size in bytes",
+            ),
             (PHOTON_NATS_SYNC_ACK, "maybe", "expected true or false"),
             (PHOTON_NATS_TLS_REQUIRED, "2", "expected true or false"),
             (
@@ -343,7 +372,11 @@ mod tests {
                 "beginning",
                 "expected stream_seq or tail_only",
             ),
-            (PHOTON_NATS_PREFIX, "a.b", "expected 1 to 32 characters from [A-Za-z0-9-]"),
+            (
+                PHOTON_NATS_PREFIX,
+                "a.b",
+                "expected 1 to 32 characters from [A-Za-z0-9-]",
+            ),
             (
                 "PHOTON_NATS_STREAM_PREFIX",
                 "under_score",

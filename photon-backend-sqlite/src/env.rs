@@ -20,12 +20,18 @@ const POLL_INTERVAL: EnvVar = EnvVar::new(PHOTON_SQLITE_POLL_INTERVAL)
     .aliases(&[Alias::deprecated_millis("PHOTON_SQLITE_POLL_INTERVAL_MS")]);
 const BUSY_TIMEOUT: EnvVar = EnvVar::new(PHOTON_SQLITE_BUSY_TIMEOUT)
     .aliases(&[Alias::deprecated_millis("PHOTON_SQLITE_BUSY_TIMEOUT_MS")]);
-const GROUP_COMMIT_WAIT: EnvVar = EnvVar::new(PHOTON_SQLITE_GROUP_COMMIT_WAIT)
-    .aliases(&[Alias::deprecated_micros("PHOTON_SQLITE_GROUP_COMMIT_WAIT_US")]);
-const RETENTION_MAX_AGE: EnvVar = EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_AGE)
-    .aliases(&[Alias::deprecated_secs("PHOTON_SQLITE_RETENTION_MAX_AGE_SECS")]);
-const RETENTION_INTERVAL: EnvVar = EnvVar::new(PHOTON_SQLITE_RETENTION_INTERVAL)
-    .aliases(&[Alias::deprecated_millis("PHOTON_SQLITE_RETENTION_INTERVAL_MS")]);
+const GROUP_COMMIT_WAIT: EnvVar =
+    EnvVar::new(PHOTON_SQLITE_GROUP_COMMIT_WAIT).aliases(&[Alias::deprecated_micros(
+        "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US",
+    )]);
+const RETENTION_MAX_AGE: EnvVar =
+    EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_AGE).aliases(&[Alias::deprecated_secs(
+        "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS",
+    )]);
+const RETENTION_INTERVAL: EnvVar =
+    EnvVar::new(PHOTON_SQLITE_RETENTION_INTERVAL).aliases(&[Alias::deprecated_millis(
+        "PHOTON_SQLITE_RETENTION_INTERVAL_MS",
+    )]);
 const SYNCHRONOUS: [(&str, Synchronous); 2] =
     [("full", Synchronous::Full), ("normal", Synchronous::Normal)];
 
@@ -55,13 +61,23 @@ impl SqliteStoragePortBuilder {
             },
             poll_interval: duration(self.poll_interval, &POLL_INTERVAL, defaults.poll_interval)?,
             busy_timeout: duration(self.busy_timeout, &BUSY_TIMEOUT, defaults.busy_timeout)?,
-            max_batch: count(self.max_batch, PHOTON_SQLITE_MAX_BATCH, 1, defaults.max_batch)?,
+            max_batch: count(
+                self.max_batch,
+                PHOTON_SQLITE_MAX_BATCH,
+                1,
+                defaults.max_batch,
+            )?,
             group_commit_wait: duration(
                 self.group_commit_wait,
                 &GROUP_COMMIT_WAIT,
                 defaults.group_commit_wait,
             )?,
-            page_size: count(self.page_size, PHOTON_SQLITE_PAGE_SIZE, 1, defaults.page_size)?,
+            page_size: count(
+                self.page_size,
+                PHOTON_SQLITE_PAGE_SIZE,
+                1,
+                defaults.page_size,
+            )?,
             synchronous: match self.synchronous {
                 Some(value) => value,
                 None => env
@@ -106,7 +122,11 @@ impl SqliteStoragePortBuilder {
 pub(crate) fn validate(config: &SqliteConfig) -> Result<()> {
     check_count("max_batch", config.max_batch as u64, POSITIVE)?;
     check_count("page_size", config.page_size as u64, POSITIVE)?;
-    check_count("max_payload_bytes", config.max_payload_bytes as u64, POSITIVE)?;
+    check_count(
+        "max_payload_bytes",
+        config.max_payload_bytes as u64,
+        POSITIVE,
+    )?;
     if let Some(count) = config.retention_max_events {
         check_count("retention_max_events", count, POSITIVE)?;
     }
@@ -234,7 +254,8 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_variable_or_field() {
-        let refused = |builder, pairs: &[(&str, &str)]| resolve(builder, pairs).unwrap_err().to_string();
+        let refused =
+            |builder, pairs: &[(&str, &str)]| resolve(builder, pairs).unwrap_err().to_string();
         let new = SqliteStoragePortBuilder::new;
         assert_eq!(
             refused(new(), &[(PHOTON_SQLITE_MAX_BATCH, "many")]),

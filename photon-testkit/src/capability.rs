@@ -76,11 +76,13 @@ impl Capability {
     pub async fn assert_refused(self, ctx: &Context, port: &Arc<dyn StoragePort>) {
         let topic = ctx.topic("unsupported");
         let label = port.label();
-        let check = |call: &str, result: Result<()>| match result {
+        let check = |call: &str, result: Result<()>| {
+            match result {
             Err(PhotonError::Unsupported { backend, .. }) if backend == label => {}
             other => panic!(
                 "{label} does not claim {self:?}, so {call} must fail with Unsupported, got {other:?}"
             ),
+        }
         };
         match self {
             Self::GetEvent => check("get_record", port.get_record("ck-0").await.map(drop)),

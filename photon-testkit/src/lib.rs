@@ -22,10 +22,10 @@ pub mod group_processes;
 pub mod group_restart;
 pub mod scenarios;
 
+pub use capability::Capability;
 pub use context::{
     assert_quiet, skip_or_fail, take_exact, Context, PortFactory, DEADLINE, REQUIRE_ENV,
 };
-pub use capability::Capability;
 pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 
 /// Expands to one `#[tokio::test]` per conformance scenario (the list in

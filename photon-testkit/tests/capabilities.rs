@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use photon_core::mem::MemStoragePort;
 use photon_core::{
-    Appended, CheckpointKey, DeliveryStream, GroupCoordination, GroupRequest, Record,
-    RecordDraft, RecordStream, ReplayWindow, Result, StartAt, StorageCapabilities, StoragePort,
+    Appended, CheckpointKey, DeliveryStream, GroupCoordination, GroupRequest, Record, RecordDraft,
+    RecordStream, ReplayWindow, Result, StartAt, StorageCapabilities, StoragePort,
     StoredCheckpoint, SubscribeRequest, TopicInfo,
 };
 use photon_testkit::PortFactory;
@@ -120,7 +120,7 @@ impl StoragePort for Wrapped {
         match self.shape {
             Shape::Lying => self.inner.subscribe_group(request),
             _ => Box::pin(futures::stream::once(std::future::ready(Err(
-                self.unsupported("subscribe_group"),
+                self.unsupported("subscribe_group")
             )))),
         }
     }
@@ -176,7 +176,9 @@ async fn a_port_without_optional_capabilities_passes_by_refusing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[should_panic(expected = "wrapped does not claim GetEvent, so get_record must fail with Unsupported")]
+#[should_panic(
+    expected = "wrapped does not claim GetEvent, so get_record must fail with Unsupported"
+)]
 async fn serving_an_unclaimed_get_event_fails() {
     photon_testkit::run_scenario("get_event", WrappedFactory::new(Shape::Lying)).await;
 }
@@ -190,7 +192,9 @@ async fn serving_unclaimed_groups_fails() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[should_panic(expected = "wrapped does not claim Catalog, so list_topics must fail with Unsupported")]
+#[should_panic(
+    expected = "wrapped does not claim Catalog, so list_topics must fail with Unsupported"
+)]
 async fn serving_an_unclaimed_catalog_fails() {
     photon_testkit::run_scenario("catalog", WrappedFactory::new(Shape::Lying)).await;
 }
@@ -198,15 +202,17 @@ async fn serving_an_unclaimed_catalog_fails() {
 /// Without replay, the gap scenario checks that a subscription starts at the tail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tail_only_port_starts_at_the_tail() {
-    photon_testkit::run_scenario("gap_after_truncate", WrappedFactory::new(Shape::TailOnly))
-        .await;
+    photon_testkit::run_scenario("gap_after_truncate", WrappedFactory::new(Shape::TailOnly)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[should_panic(expected = "expected no more items")]
 async fn claiming_tail_only_but_replaying_fails() {
-    photon_testkit::run_scenario("gap_after_truncate", WrappedFactory::new(Shape::ReplaysAnyway))
-        .await;
+    photon_testkit::run_scenario(
+        "gap_after_truncate",
+        WrappedFactory::new(Shape::ReplaysAnyway),
+    )
+    .await;
 }
 
 /// The registry names each scenario once and the runner knows every name.

@@ -29,7 +29,8 @@ use super::parse::{parse_duration, parse_flag, parse_size, DURATION_FORM, FLAG_F
 /// The deserializer's error, saying what a duration looks like.
 pub fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(deserializer)?;
-    parse_duration("", &text).map_err(|_| D::Error::invalid_value(Unexpected::Str(&text), &DURATION_FORM))
+    parse_duration("", &text)
+        .map_err(|_| D::Error::invalid_value(Unexpected::Str(&text), &DURATION_FORM))
 }
 
 /// An optional duration: `null` or absent is `None`.

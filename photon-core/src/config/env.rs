@@ -330,8 +330,8 @@ fn binary_letters(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const TIMEOUT: EnvVar = EnvVar::new("PHOTON_T_TIMEOUT")
-        .aliases(&[Alias::deprecated_millis("PHOTON_T_TIMEOUT_MS")]);
+    const TIMEOUT: EnvVar =
+        EnvVar::new("PHOTON_T_TIMEOUT").aliases(&[Alias::deprecated_millis("PHOTON_T_TIMEOUT_MS")]);
     const LIMIT: EnvVar = EnvVar::new("PHOTON_T_RETENTION_MAX_BYTES")
         .aliases(&[Alias::deprecated_binary_letters("PHOTON_T_MAX_BYTES")]);
     const SHARDS: EnvVar =
@@ -340,14 +340,20 @@ mod tests {
     #[test]
     fn canonical_name_then_alias_then_unset() {
         let env = Env::from_pairs([("PHOTON_T_TIMEOUT", "2s"), ("PHOTON_T_TIMEOUT_MS", "2000")]);
-        assert_eq!(env.duration(&TIMEOUT).unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(
+            env.duration(&TIMEOUT).unwrap(),
+            Some(Duration::from_secs(2))
+        );
         let env = Env::from_pairs([("PHOTON_T_TIMEOUT_MS", "250")]);
         assert_eq!(
             env.duration(&TIMEOUT).unwrap(),
             Some(Duration::from_millis(250))
         );
         let env = Env::from_pairs([("PHOTON_T_TIMEOUT_MS", "1m")]);
-        assert_eq!(env.duration(&TIMEOUT).unwrap(), Some(Duration::from_secs(60)));
+        assert_eq!(
+            env.duration(&TIMEOUT).unwrap(),
+            Some(Duration::from_secs(60))
+        );
         let env = Env::from_pairs([("PHOTON_T_TIMEOUT", "  ")]);
         assert_eq!(env.duration(&TIMEOUT).unwrap(), None);
         let env = Env::from_pairs([("PHOTON_T_TOPIC_SHARDS", "4")]);

@@ -27,6 +27,6 @@ mod parse;
 
 pub use env::{Alias, AliasForm, Env, EnvVar, Found};
 pub use parse::{
-    check_count, parse_choice, parse_count, parse_duration, parse_flag, parse_size,
-    DURATION_FORM, FLAG_FORM, SIZE_FORM,
+    check_count, parse_choice, parse_count, parse_duration, parse_flag, parse_size, DURATION_FORM,
+    FLAG_FORM, SIZE_FORM,
 };

@@ -175,7 +175,11 @@ mod tests {
             ("1.5h", Duration::from_secs(5400)),
         ];
         for (text, expected) in cases {
-            assert_eq!(parse_duration("PHOTON_X", text).unwrap(), expected, "{text}");
+            assert_eq!(
+                parse_duration("PHOTON_X", text).unwrap(),
+                expected,
+                "{text}"
+            );
         }
         assert_eq!(
             message(parse_duration("PHOTON_X_TIMEOUT", "10")),

@@ -36,14 +36,16 @@ pub const MAX_BACKOFF_MS_ENV: &str = "PHOTON_EXECUTOR_MAX_BACKOFF_MS";
 #[deprecated(note = "use SHUTDOWN_TIMEOUT_ENV (PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT, a duration)")]
 pub const SHUTDOWN_TIMEOUT_MS_ENV: &str = "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS";
 
-const INITIAL_BACKOFF: EnvVar = EnvVar::new(INITIAL_BACKOFF_ENV).aliases(&[
-    Alias::deprecated_millis("PHOTON_EXECUTOR_INITIAL_BACKOFF_MS"),
-]);
+const INITIAL_BACKOFF: EnvVar =
+    EnvVar::new(INITIAL_BACKOFF_ENV).aliases(&[Alias::deprecated_millis(
+        "PHOTON_EXECUTOR_INITIAL_BACKOFF_MS",
+    )]);
 const MAX_BACKOFF: EnvVar = EnvVar::new(MAX_BACKOFF_ENV)
     .aliases(&[Alias::deprecated_millis("PHOTON_EXECUTOR_MAX_BACKOFF_MS")]);
-const SHUTDOWN_TIMEOUT: EnvVar = EnvVar::new(SHUTDOWN_TIMEOUT_ENV).aliases(&[
-    Alias::deprecated_millis("PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS"),
-]);
+const SHUTDOWN_TIMEOUT: EnvVar =
+    EnvVar::new(SHUTDOWN_TIMEOUT_ENV).aliases(&[Alias::deprecated_millis(
+        "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS",
+    )]);
 const START_POLICIES: [(&str, StartPolicy); 2] = [
     ("beginning", StartPolicy::Beginning),
     ("tail", StartPolicy::Tail),
@@ -346,7 +348,9 @@ impl ExecutorConfigBuilder {
         let jitter = match self.jitter {
             Some(jitter) => jitter,
             None => env
-                .read(&EnvVar::new(JITTER_ENV), |found| parse_jitter(found.name, &found.text))?
+                .read(&EnvVar::new(JITTER_ENV), |found| {
+                    parse_jitter(found.name, &found.text)
+                })?
                 .unwrap_or(defaults.retry.jitter),
         };
         let config = ExecutorConfig {
@@ -447,7 +451,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (config.parallelism, config.max_in_flight, config.retry.max_attempts),
+            (
+                config.parallelism,
+                config.max_in_flight,
+                config.retry.max_attempts
+            ),
             (12, 64, 3)
         );
         assert_eq!(config.retry.initial_backoff, Duration::from_millis(250));
@@ -482,8 +490,16 @@ mod tests {
                 "many",
                 "expected an integer from 1 to 4294967295",
             ),
-            (MAX_ATTEMPTS_ENV, "0", "expected an integer from 1 to 4294967295"),
-            (INITIAL_BACKOFF_ENV, "100", "expected a duration with a unit"),
+            (
+                MAX_ATTEMPTS_ENV,
+                "0",
+                "expected an integer from 1 to 4294967295",
+            ),
+            (
+                INITIAL_BACKOFF_ENV,
+                "100",
+                "expected a duration with a unit",
+            ),
             (JITTER_ENV, "2", "expected a number from 0 to 1"),
             (START_POLICY_ENV, "now", "expected beginning or tail"),
         ];

@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::{
-    CheckpointCommitter, CheckpointKey, FlushPolicy, PhotonError, StartAt,
-    StartPolicy,
+    CheckpointCommitter, CheckpointKey, FlushPolicy, PhotonError, StartAt, StartPolicy,
 };
 use serde_json::json;
 
