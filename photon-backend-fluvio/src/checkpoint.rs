@@ -173,7 +173,7 @@ impl Checkpoints {
             subscription: key.subscription.clone(),
             topic: key.topic.clone(),
             key: key.key.clone(),
-            shard: shard_of_seq(seq, cx.config.topic_shards),
+            shard: shard_of_seq(seq, cx.config.shards),
         };
         if self
             .state()

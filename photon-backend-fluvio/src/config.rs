@@ -1,16 +1,19 @@
-//! Settings of the Fluvio port: typed config, environment fallbacks, builder.
+//! Settings of the Fluvio port: typed config and builder (resolved against the environment
+//! in `env.rs`, in Photon's one dialect: `photon_core::config`).
 //!
 //! Precedence: builder call > environment variable > default. Every value is resolved once,
 //! in [`FluvioStoragePortBuilder::build`]; nothing reads the environment at append time.
 
 use std::time::Duration;
 
-use photon_core::{PhotonError, Result};
+use photon_core::config::{de, parse_choice, Env};
+use photon_core::Result;
+use serde::Deserialize;
 
 use crate::port::FluvioStoragePort;
-use crate::retention::{parse_retention, DEFAULT_RETENTION};
-use crate::stream_shard::{parse_topic_shards, TOPIC_SHARDS_ENV};
-use crate::topic::{is_valid_prefix, MAX_PREFIX_LEN};
+use crate::retention::DEFAULT_RETENTION;
+#[cfg(doc)]
+use crate::stream_shard::TOPIC_SHARDS_ENV;
 
 /// Environment variable for Fluvio SC endpoint (`host:port`, default `127.0.0.1:9003`).
 pub const ENDPOINT_ENV: &str = "PHOTON_FLUVIO_ENDPOINT";
@@ -26,6 +29,20 @@ pub const REPLICAS_ENV: &str = "PHOTON_FLUVIO_REPLICAS";
 pub const RETENTION_ENV: &str = "PHOTON_FLUVIO_RETENTION";
 /// Environment variable for synchronous publish ack (1 / 0).
 pub const SYNC_ACK_ENV: &str = "PHOTON_FLUVIO_SYNC_ACK";
+/// Environment variable for max in-flight publishes per port, spelled as in every adapter
+/// (`PHOTON_<ADAPTER>_MAX_IN_FLIGHT`); [`MAX_INFLIGHT_ENV`] is read too.
+pub const MAX_IN_FLIGHT_ENV: &str = "PHOTON_FLUVIO_MAX_IN_FLIGHT";
+/// Environment variable for Fluvio topics (shards) per Photon topic, named as in every
+/// adapter (`PHOTON_<ADAPTER>_SHARDS`); [`TOPIC_SHARDS_ENV`] is read too.
+pub const SHARDS_ENV: &str = "PHOTON_FLUVIO_SHARDS";
+/// Environment variable for the retention of created topics, a duration, named as in every
+/// adapter (`PHOTON_<ADAPTER>_RETENTION_MAX_AGE`); [`RETENTION_ENV`] is read too.
+pub const RETENTION_MAX_AGE_ENV: &str = "PHOTON_FLUVIO_RETENTION_MAX_AGE";
+/// Environment variable for the producer linger, a duration (default `0ms`).
+pub const LINGER_ENV: &str = "PHOTON_FLUVIO_LINGER";
+/// Environment variable for the producer batch size, a size (default `64KiB`, at least
+/// `1KiB`).
+pub const BATCH_SIZE_ENV: &str = "PHOTON_FLUVIO_BATCH_SIZE";
 
 /// Default SC endpoint: a local single-node cluster.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:9003";
@@ -33,6 +50,8 @@ pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:9003";
 pub const DEFAULT_PREFIX: &str = "photon";
 /// Default number of publishes in flight per port.
 pub const DEFAULT_MAX_INFLIGHT: usize = 256;
+/// Default producer batch size in bytes.
+pub const DEFAULT_BATCH_SIZE: usize = 64 * 1024;
 
 /// Read Fluvio endpoint from the environment.
 ///
@@ -45,7 +64,8 @@ pub fn fluvio_endpoint_from_env() -> Option<String> {
 }
 
 /// How durable replay and checkpoints map to Fluvio offsets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ReplayCursor {
     /// Seqs are produce offsets + 1 (with shards, `(offset + 1) × shards + shard`):
@@ -57,25 +77,34 @@ pub enum ReplayCursor {
 }
 
 impl ReplayCursor {
-    /// Parses `stream_seq` or `tail_only`.
+    /// The words of the dialect, in any case.
+    pub(crate) const CHOICES: [(&'static str, Self); 2] = [
+        ("stream_seq", Self::StreamSeq),
+        ("tail_only", Self::TailOnly),
+    ];
+
+    /// Parses `stream_seq` or `tail_only`, in any case.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming `variable` and the accepted values.
+    /// [`photon_core::PhotonError::Config`] naming `variable` and the accepted values.
     pub fn parse(variable: &str, value: &str) -> Result<Self> {
-        match value.trim() {
-            "stream_seq" => Ok(Self::StreamSeq),
-            "tail_only" => Ok(Self::TailOnly),
-            _ => Err(PhotonError::config(
-                variable,
-                value,
-                "stream_seq or tail_only",
-            )),
-        }
+        parse_choice(variable, value, &Self::CHOICES)
     }
 }
 
-/// Resolved Fluvio adapter settings (no env lookups at append time).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Resolved Fluvio adapter settings (no env lookups at append time). Deserializable
+/// (missing fields take their defaults; durations and sizes in the dialect of
+/// `photon_core::config`); connecting checks it ([`FluvioConfig::validate`]).
+///
+/// ```
+/// let config: photon_backend_fluvio::FluvioConfig = serde_json::from_str(
+///     r#"{"prefix": "shop", "shards": 4, "retention_max_age": "3d", "batch_size": "256KiB"}"#,
+/// ).unwrap();
+/// assert_eq!(config.shards, 4);
+/// assert_eq!(config.batch_size, 256 * 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct FluvioConfig {
     /// SC endpoint, `host:port`.
@@ -83,30 +112,62 @@ pub struct FluvioConfig {
     /// Prefix of every Fluvio topic this port uses.
     pub prefix: String,
     /// Fluvio topics (shards) per Photon topic.
-    pub topic_shards: u32,
+    #[serde(alias = "topic_shards")]
+    pub shards: u32,
     /// Publishes in flight per port.
-    pub max_inflight: usize,
+    #[serde(alias = "max_inflight")]
+    pub max_in_flight: usize,
     /// Whether `append` waits for the broker's ack.
+    #[serde(deserialize_with = "de::flag")]
     pub sync_ack: bool,
     /// Replay mode.
     pub replay_cursor: ReplayCursor,
-    /// Retention of created topics.
-    pub retention: Duration,
+    /// Retention of created topics: segments older than this are removed.
+    #[serde(alias = "retention", deserialize_with = "de::duration")]
+    pub retention_max_age: Duration,
     /// Replication factor of created topics.
     pub replicas: u32,
     /// Producer linger: how long a batch waits for more records.
+    #[serde(deserialize_with = "de::duration")]
     pub linger: Duration,
     /// Producer batch size in bytes.
+    #[serde(deserialize_with = "de::size")]
     pub batch_size: usize,
+}
+
+impl Default for FluvioConfig {
+    fn default() -> Self {
+        Self {
+            endpoint: DEFAULT_ENDPOINT.to_owned(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            shards: 1,
+            max_in_flight: DEFAULT_MAX_INFLIGHT,
+            sync_ack: true,
+            replay_cursor: ReplayCursor::StreamSeq,
+            retention_max_age: DEFAULT_RETENTION,
+            replicas: 1,
+            linger: Duration::ZERO,
+            batch_size: DEFAULT_BATCH_SIZE,
+        }
+    }
 }
 
 impl FluvioConfig {
     /// Settings from the environment and defaults only.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the variable of a malformed value.
+    /// [`photon_core::PhotonError::Config`] naming the variable of a malformed value.
     pub fn from_env() -> Result<Self> {
         FluvioStoragePortBuilder::new().resolve()
+    }
+
+    /// Checks values that parse but cannot work: a prefix Fluvio cannot hold, counts out of
+    /// range, a retention Fluvio refuses, a batch below 1 KiB.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Config`] naming the field and what is accepted.
+    pub fn validate(&self) -> Result<()> {
+        crate::env::validate(self)
     }
 }
 
@@ -118,12 +179,19 @@ impl FluvioConfig {
 /// |---|---|---|
 /// | [`endpoint`](Self::endpoint) | [`ENDPOINT_ENV`] | `127.0.0.1:9003` |
 /// | [`prefix`](Self::prefix) | [`PREFIX_ENV`] | `photon` |
-/// | [`topic_shards`](Self::topic_shards) | [`TOPIC_SHARDS_ENV`] | 1 |
-/// | [`max_inflight`](Self::max_inflight) | [`MAX_INFLIGHT_ENV`] | 256 |
+/// | [`shards`](Self::shards) | [`SHARDS_ENV`] or [`TOPIC_SHARDS_ENV`] | 1 |
+/// | [`max_in_flight`](Self::max_in_flight) | [`MAX_IN_FLIGHT_ENV`] or [`MAX_INFLIGHT_ENV`] | 256 |
 /// | [`sync_ack`](Self::sync_ack) | [`SYNC_ACK_ENV`] | on |
 /// | [`replay_cursor`](Self::replay_cursor) | [`REPLAY_CURSOR_ENV`] | `stream_seq` |
-/// | [`retention`](Self::retention) | [`RETENTION_ENV`] | `7d` |
+/// | [`retention_max_age`](Self::retention_max_age) | [`RETENTION_MAX_AGE_ENV`] or [`RETENTION_ENV`] | `7d` |
 /// | [`replicas`](Self::replicas) | [`REPLICAS_ENV`] | 1 |
+/// | [`linger`](Self::linger) | [`LINGER_ENV`] | `0ms` |
+/// | [`batch_size`](Self::batch_size) | [`BATCH_SIZE_ENV`] | `64KiB` |
+///
+/// Values use Photon's one dialect (`photon_core::config`): durations such as `3600s` or
+/// `7d`, sizes such as `256KiB`, flags such as `1`, `on` or `true`. Where a setting has two
+/// variables, the first is the name every adapter uses and the second the name this port
+/// has always read; both work, and setting them to different values is refused.
 ///
 /// ```no_run
 /// # async fn run() -> photon_core::Result<()> {
@@ -136,17 +204,18 @@ impl FluvioConfig {
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Default)]
+#[must_use]
 pub struct FluvioStoragePortBuilder {
-    endpoint: Option<String>,
-    prefix: Option<String>,
-    topic_shards: Option<u32>,
-    max_inflight: Option<usize>,
-    sync_ack: Option<bool>,
-    replay_cursor: Option<ReplayCursor>,
-    retention: Option<Duration>,
-    replicas: Option<u32>,
-    linger: Option<Duration>,
-    batch_size: Option<usize>,
+    pub(crate) endpoint: Option<String>,
+    pub(crate) prefix: Option<String>,
+    pub(crate) shards: Option<u32>,
+    pub(crate) max_in_flight: Option<usize>,
+    pub(crate) sync_ack: Option<bool>,
+    pub(crate) replay_cursor: Option<ReplayCursor>,
+    pub(crate) retention_max_age: Option<Duration>,
+    pub(crate) replicas: Option<u32>,
+    pub(crate) linger: Option<Duration>,
+    pub(crate) batch_size: Option<usize>,
 }
 
 impl FluvioStoragePortBuilder {
@@ -167,16 +236,28 @@ impl FluvioStoragePortBuilder {
         self
     }
 
-    /// Fluvio topics per Photon topic, 1 to 256. `.topic_shards(4)`
-    pub fn topic_shards(mut self, shards: u32) -> Self {
-        self.topic_shards = Some(shards);
+    /// Fluvio topics (shards) per Photon topic, 1 to 256. `.shards(4)`
+    pub fn shards(mut self, shards: u32) -> Self {
+        self.shards = Some(shards);
         self
     }
 
-    /// Publishes in flight per port (at least 1). `.max_inflight(64)`
-    pub fn max_inflight(mut self, max: usize) -> Self {
-        self.max_inflight = Some(max);
+    /// Deprecated name of [`FluvioStoragePortBuilder::shards`].
+    #[deprecated(note = "use shards(), the name every adapter uses")]
+    pub fn topic_shards(self, shards: u32) -> Self {
+        self.shards(shards)
+    }
+
+    /// Publishes in flight per port (at least 1). `.max_in_flight(64)`
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = Some(max);
         self
+    }
+
+    /// Deprecated name of [`FluvioStoragePortBuilder::max_in_flight`].
+    #[deprecated(note = "use max_in_flight(), the name every adapter uses")]
+    pub fn max_inflight(self, max: usize) -> Self {
+        self.max_in_flight(max)
     }
 
     /// Whether `append` waits for the broker ack (default on). `.sync_ack(false)`
@@ -191,10 +272,17 @@ impl FluvioStoragePortBuilder {
         self
     }
 
-    /// Retention of created topics (at least 10 s). `.retention(Duration::from_secs(3600))`
-    pub fn retention(mut self, retention: Duration) -> Self {
-        self.retention = Some(retention);
+    /// Retention of created topics (at least 10 s).
+    /// `.retention_max_age(Duration::from_secs(3600))`
+    pub fn retention_max_age(mut self, retention: Duration) -> Self {
+        self.retention_max_age = Some(retention);
         self
+    }
+
+    /// Deprecated name of [`FluvioStoragePortBuilder::retention_max_age`].
+    #[deprecated(note = "use retention_max_age(), the name every adapter uses")]
+    pub fn retention(self, retention: Duration) -> Self {
+        self.retention_max_age(retention)
     }
 
     /// Replication factor of created topics (at least 1). `.replicas(3)`
@@ -210,7 +298,7 @@ impl FluvioStoragePortBuilder {
         self
     }
 
-    /// Producer batch size in bytes (default 64 KiB). `.batch_size(256 * 1024)`
+    /// Producer batch size in bytes (default 64 KiB, at least 1 KiB). `.batch_size(256 * 1024)`
     pub fn batch_size(mut self, bytes: usize) -> Self {
         self.batch_size = Some(bytes);
         self
@@ -219,192 +307,26 @@ impl FluvioStoragePortBuilder {
     /// Resolves every setting (builder > environment > default).
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the field or variable of a refused value.
+    /// [`photon_core::PhotonError::Config`] naming the field or variable of a refused value.
     pub fn resolve(&self) -> Result<FluvioConfig> {
-        self.resolve_with(|name| std::env::var(name).ok())
+        self.resolve_with(&Env::process())
     }
 
-    fn resolve_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<FluvioConfig> {
-        let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let endpoint = self
-            .endpoint
-            .clone()
-            .or_else(|| env(ENDPOINT_ENV).map(|v| v.trim().to_owned()))
-            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned());
-        let prefix = match (&self.prefix, env(PREFIX_ENV)) {
-            (Some(p), _) => check_prefix("prefix", p)?,
-            (None, Some(p)) => check_prefix(PREFIX_ENV, &p)?,
-            (None, None) => DEFAULT_PREFIX.to_owned(),
-        };
-        let topic_shards = match (self.topic_shards, env(TOPIC_SHARDS_ENV)) {
-            (Some(n), _) => parse_topic_shards("topic_shards", &n.to_string())?,
-            (None, Some(v)) => parse_topic_shards(TOPIC_SHARDS_ENV, &v)?,
-            (None, None) => 1,
-        };
-        let max_inflight = match (self.max_inflight, env(MAX_INFLIGHT_ENV)) {
-            (Some(n), _) => positive("max_inflight", &n.to_string())?,
-            (None, Some(v)) => positive(MAX_INFLIGHT_ENV, &v)?,
-            (None, None) => DEFAULT_MAX_INFLIGHT,
-        };
-        let sync_ack = match (self.sync_ack, env(SYNC_ACK_ENV)) {
-            (Some(on), _) => on,
-            (None, Some(v)) => parse_flag(SYNC_ACK_ENV, &v)?,
-            (None, None) => true,
-        };
-        let replay_cursor = match (self.replay_cursor, env(REPLAY_CURSOR_ENV)) {
-            (Some(c), _) => c,
-            (None, Some(v)) => ReplayCursor::parse(REPLAY_CURSOR_ENV, &v)?,
-            (None, None) => ReplayCursor::StreamSeq,
-        };
-        let retention = match (self.retention, env(RETENTION_ENV)) {
-            (Some(d), _) => parse_retention("retention", &format!("{}s", d.as_secs()))?,
-            (None, Some(v)) => parse_retention(RETENTION_ENV, &v)?,
-            (None, None) => DEFAULT_RETENTION,
-        };
-        let replicas = match (self.replicas, env(REPLICAS_ENV)) {
-            (Some(n), _) => positive("replicas", &n.to_string())?,
-            (None, Some(v)) => positive(REPLICAS_ENV, &v)?,
-            (None, None) => 1,
-        };
-        Ok(FluvioConfig {
-            endpoint,
-            prefix,
-            topic_shards,
-            max_inflight,
-            sync_ack,
-            replay_cursor,
-            retention,
-            replicas: u32::try_from(replicas)
-                .map_err(|_| PhotonError::config("replicas", replicas.to_string(), "a u32"))?,
-            linger: self.linger.unwrap_or(Duration::ZERO),
-            batch_size: self.batch_size.unwrap_or(64 * 1024).max(1024),
-        })
+    /// The resolved configuration, as every port's builder names it; the same as
+    /// [`FluvioStoragePortBuilder::resolve`].
+    ///
+    /// # Errors
+    /// As [`FluvioStoragePortBuilder::resolve`].
+    pub fn config(&self) -> Result<FluvioConfig> {
+        self.resolve()
     }
 
     /// Resolves the settings, connects to the cluster and creates the checkpoint topics.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] for a refused setting; [`PhotonError::Unavailable`] when the
-    /// cluster cannot be reached.
+    /// [`photon_core::PhotonError::Config`] for a refused setting;
+    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached.
     pub async fn build(self) -> Result<FluvioStoragePort> {
         FluvioStoragePort::connect(self.resolve()?).await
-    }
-}
-
-fn check_prefix(variable: &str, value: &str) -> Result<String> {
-    if is_valid_prefix(value) {
-        Ok(value.to_owned())
-    } else {
-        Err(PhotonError::config(
-            variable,
-            value,
-            format!(
-                "1 to {MAX_PREFIX_LEN} characters of [a-z0-9-], no leading, trailing or double '-'"
-            ),
-        ))
-    }
-}
-
-fn positive(variable: &str, value: &str) -> Result<usize> {
-    match value.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(PhotonError::config(
-            variable,
-            value,
-            "an integer of at least 1",
-        )),
-    }
-}
-
-fn parse_flag(variable: &str, value: &str) -> Result<bool> {
-    match value.trim() {
-        "1" | "true" | "on" | "yes" => Ok(true),
-        "0" | "false" | "off" | "no" => Ok(false),
-        _ => Err(PhotonError::config(
-            variable,
-            value,
-            "1 or 0 (also true/false, on/off)",
-        )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn resolve(builder: FluvioStoragePortBuilder, vars: &[(&str, &str)]) -> Result<FluvioConfig> {
-        let vars: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        builder.resolve_with(|name| vars.get(name).cloned())
-    }
-
-    #[test]
-    fn defaults() {
-        let config = resolve(FluvioStoragePortBuilder::new(), &[]).unwrap();
-        assert_eq!(config.endpoint, "127.0.0.1:9003");
-        assert_eq!(config.prefix, "photon");
-        assert_eq!(config.topic_shards, 1);
-        assert_eq!(config.max_inflight, 256);
-        assert!(config.sync_ack);
-        assert_eq!(config.replay_cursor, ReplayCursor::StreamSeq);
-        assert_eq!(config.retention, DEFAULT_RETENTION);
-        assert_eq!(config.replicas, 1);
-    }
-
-    #[test]
-    fn env_then_builder_precedence() {
-        let vars = [
-            (ENDPOINT_ENV, "10.0.0.1:9003"),
-            (PREFIX_ENV, "shop"),
-            (TOPIC_SHARDS_ENV, "4"),
-            (MAX_INFLIGHT_ENV, "8"),
-            (SYNC_ACK_ENV, "0"),
-            (REPLAY_CURSOR_ENV, "tail_only"),
-            (RETENTION_ENV, "3600s"),
-            (REPLICAS_ENV, "3"),
-        ];
-        let config = resolve(FluvioStoragePortBuilder::new(), &vars).unwrap();
-        assert_eq!(config.endpoint, "10.0.0.1:9003");
-        assert_eq!(config.prefix, "shop");
-        assert_eq!(config.topic_shards, 4);
-        assert_eq!(config.max_inflight, 8);
-        assert!(!config.sync_ack);
-        assert_eq!(config.replay_cursor, ReplayCursor::TailOnly);
-        assert_eq!(config.retention, Duration::from_secs(3600));
-        assert_eq!(config.replicas, 3);
-        let builder = FluvioStoragePortBuilder::new()
-            .prefix("built")
-            .topic_shards(2)
-            .sync_ack(true)
-            .replicas(1);
-        let config = resolve(builder, &vars).unwrap();
-        assert_eq!(config.prefix, "built");
-        assert_eq!(config.topic_shards, 2);
-        assert!(config.sync_ack);
-        assert_eq!(config.replicas, 1);
-    }
-
-    #[test]
-    fn bad_values_name_their_variable() {
-        for (name, value) in [
-            (PREFIX_ENV, "Bad_Prefix"),
-            (TOPIC_SHARDS_ENV, "0"),
-            (MAX_INFLIGHT_ENV, "none"),
-            (SYNC_ACK_ENV, "maybe"),
-            (REPLAY_CURSOR_ENV, "offset"),
-            (RETENTION_ENV, "1w"),
-            (REPLICAS_ENV, "0"),
-        ] {
-            let err = resolve(FluvioStoragePortBuilder::new(), &[(name, value)]).unwrap_err();
-            assert!(
-                matches!(&err, PhotonError::Config { variable, .. } if variable == name),
-                "{name}: {err}"
-            );
-        }
-        let err = resolve(FluvioStoragePortBuilder::new().topic_shards(0), &[]).unwrap_err();
-        assert!(err.to_string().contains("topic_shards"), "{err}");
     }
 }

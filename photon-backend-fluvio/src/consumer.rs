@@ -110,7 +110,7 @@ impl FluvioStoragePort {
         sender: mpsc::Sender<Result<photon_core::Record>>,
         gate: Option<TailGate>,
     ) {
-        let shards = self.inner.config.topic_shards;
+        let shards = self.inner.config.shards;
         let wanted: Vec<u32> = match request.key.as_deref() {
             Some(key) => vec![shard_for_key(Some(key), shards)],
             None => (0..shards).collect(),
@@ -164,7 +164,7 @@ impl FluvioStoragePort {
     ) -> Result<BTreeMap<u32, i64>> {
         self.check_layout(&request.topic).await?;
         let inner = &self.inner;
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         let stored = match &request.durable {
             Some(key) if inner.config.replay_cursor == ReplayCursor::StreamSeq => {
                 self.durable_positions(key).await?
@@ -205,7 +205,7 @@ impl FluvioStoragePort {
     /// Per shard: the larger of the Photon checkpoint and the Fluvio consumer offset.
     async fn durable_positions(&self, key: &CheckpointKey) -> Result<BTreeMap<u32, i64>> {
         let inner = &self.inner;
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         let mut positions = inner
             .checkpoints
             .positions(&self.checkpoint_context(), key)
@@ -260,7 +260,7 @@ struct Outage {
 impl ShardReader {
     async fn run(mut self) {
         let inner = self.port.inner.clone();
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         let name = fluvio_topic_name(&inner.config.prefix, &self.topic, self.shard, shards);
         let mut outage: Option<Outage> = None;
         // Kept across reopened streams: a retried append's two copies can lie on both
@@ -306,7 +306,7 @@ impl ShardReader {
         recent: &mut RecentIds,
     ) -> Option<Ended> {
         let inner = self.port.inner.clone();
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         // One timer for the whole stream, reset only when it fires: a timer per record
         // would cost every record a shared timer-wheel lock.
         let probe = tokio::time::sleep(PROBE_EVERY);
@@ -496,7 +496,7 @@ pub(crate) async fn mirror_consumer_offsets(
     while let Some(first) = updates.recv().await {
         let mut latest: HashMap<(String, String), i64> = HashMap::new();
         let Some(inner) = port.upgrade() else { return };
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         let mut add = |(key, seq): (CheckpointKey, i64)| {
             let shard = crate::stream_shard::shard_of_seq(seq, shards);
             let id = durable_consumer_name(&key.subscription, &key.topic, key.key.as_deref());

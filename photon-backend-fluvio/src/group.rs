@@ -177,7 +177,7 @@ impl FluvioCoordination {
             .started
             .get_or_try_init(|| async {
                 let config = crate::config::FluvioConfig {
-                    retention: KEEP,
+                    retention_max_age: KEEP,
                     ..inner.config.clone()
                 };
                 ensure_topic(&inner.fluvio(), &config, &name).await?;

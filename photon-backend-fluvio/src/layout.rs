@@ -78,7 +78,7 @@ impl Known {
         {
             if stored.shards != ours.shards {
                 return Err(PhotonError::config(
-                    "topic_shards",
+                    "shards",
                     ours.shards.to_string(),
                     format!(
                         "{} as topic {:?} (prefix {:?}) was created with: its stored seqs and checkpoints only mean something with that shard count",
@@ -143,7 +143,7 @@ impl Layouts {
         let ours = Layout {
             prefix: config.prefix.clone(),
             topic: topic.to_owned(),
-            shards: config.topic_shards,
+            shards: config.shards,
         };
         let mut created = self.updating.lock().await;
         if !*created {
@@ -241,7 +241,7 @@ mod tests {
         let err = known.check(&layout("photon", "orders", 4)).unwrap_err();
         let text = err.to_string();
         assert!(
-            matches!(&err, PhotonError::Config { variable, .. } if variable == "topic_shards"),
+            matches!(&err, PhotonError::Config { variable, .. } if variable == "shards"),
             "{err:?}"
         );
         assert!(text.contains('4') && text.contains("1 as topic"), "{text}");

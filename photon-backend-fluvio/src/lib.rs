@@ -32,9 +32,9 @@
 //! # Topic mapping (Fluvio)
 //!
 //! - A Photon topic `t` is the Fluvio topic `photon-t` with one shard, and
-//!   `photon-s-{shard}-t` with [`TOPIC_SHARDS_ENV`] above 1 (only hyphens; names that
-//!   Fluvio cannot hold as-is get a readable stem and a stable hash, see
-//!   [`stream_shard`] and the rules below). The prefix comes from [`PREFIX_ENV`].
+//!   `photon-s-{shard}-t` with [`SHARDS_ENV`] (or [`TOPIC_SHARDS_ENV`]) above 1 (only
+//!   hyphens; names that Fluvio cannot hold as-is get a readable stem and a stable hash,
+//!   see [`stream_shard`] and the rules below). The prefix comes from [`PREFIX_ENV`].
 //! - Checkpoints live in `photon-checkpoints` (keyed commits, highest seq wins), with
 //!   snapshots in parts in `photon-checkpoints-snapshot`, so that loading reads about
 //!   twice the live checkpoints at most, however many commits were made.
@@ -97,6 +97,7 @@ mod config;
 mod connection;
 mod consumer;
 mod dedup;
+mod env;
 mod error;
 mod fetch;
 mod group;
@@ -113,6 +114,9 @@ mod topic;
 pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
+};
+pub use config::{
+    BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
 };
 pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;

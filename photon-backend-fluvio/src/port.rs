@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::checkpoint::{Checkpoints, Context};
 use crate::codec::{decode_value, parse_event_id};
-use crate::config::{FluvioConfig, ReplayCursor};
+use crate::config::{FluvioConfig, FluvioStoragePortBuilder, ReplayCursor};
 use crate::connection::{Connection, Role};
 use crate::consumer::mirror_consumer_offsets;
 use crate::fetch::record_at;
@@ -29,7 +29,7 @@ use crate::topic::{
 ///
 /// Clones share the port's two connections (one for publishing, one for streaming
 /// subscriptions), producers and checkpoint state. Build it with
-/// [`FluvioStoragePortBuilder`](crate::FluvioStoragePortBuilder).
+/// [`FluvioStoragePort::builder`].
 ///
 /// Capabilities: `get_event`, consumer groups across processes (the group protocol over a
 /// coordination log on the cluster, see [`crate::group`]), durable, replay within retention
@@ -80,11 +80,32 @@ impl std::fmt::Debug for FluvioStoragePort {
 }
 
 impl FluvioStoragePort {
-    /// Connects with resolved settings and makes sure the checkpoint topics exist.
+    /// A builder; unset fields come from the `PHOTON_FLUVIO_*` variables, then defaults.
+    ///
+    /// ```
+    /// let builder = photon_backend_fluvio::FluvioStoragePort::builder().prefix("shop");
+    /// ```
+    pub fn builder() -> FluvioStoragePortBuilder {
+        FluvioStoragePortBuilder::new()
+    }
+
+    /// Connects with the settings of the `PHOTON_FLUVIO_*` variables and defaults.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached in 20 s.
+    /// As [`FluvioStoragePortBuilder::build`].
+    pub async fn from_env() -> Result<Self> {
+        Self::builder().build().await
+    }
+
+    /// Connects with resolved (or deserialized) settings and makes sure the checkpoint
+    /// topics exist.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Config`] for a value that cannot work
+    /// ([`FluvioConfig::validate`]); [`photon_core::PhotonError::Unavailable`] when the
+    /// cluster cannot be reached in 20 s.
     pub async fn connect(config: FluvioConfig) -> Result<Self> {
+        config.validate()?;
         let publish = Connection::open(Role::Publish, &config.endpoint).await?;
         let fluvio = publish.current();
         ensure_topic(&fluvio, &config, &checkpoints_topic_name(&config.prefix)).await?;
@@ -92,7 +113,7 @@ impl FluvioStoragePort {
         let stream = Connection::open(Role::Stream, &config.endpoint).await?;
         let (mirror, updates) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
-            permits: Arc::new(Semaphore::new(config.max_inflight)),
+            permits: Arc::new(Semaphore::new(config.max_in_flight)),
             config,
             publish,
             stream,
@@ -157,7 +178,7 @@ impl FluvioStoragePort {
             return Ok(None);
         };
         // Only ids of this port's topic layout: the Fluvio topic must be a shard of `topic`.
-        let shards = self.inner.config.topic_shards;
+        let shards = self.inner.config.shards;
         let Some(shard) = (0..shards).find(|shard| {
             fluvio_topic_name(&self.inner.config.prefix, &topic, *shard, shards) == name
         }) else {
@@ -217,7 +238,7 @@ impl StoragePort for FluvioStoragePort {
         // A key lives in one shard: its positions come from that shard's seqs.
         let wanted: Vec<u32> = match key.key {
             Some(_) => positions.keys().copied().collect(),
-            None => (0..self.inner.config.topic_shards).collect(),
+            None => (0..self.inner.config.shards).collect(),
         };
         Ok(photon_core::shard::resume_seq(&positions, wanted))
     }
@@ -238,7 +259,7 @@ impl StoragePort for FluvioStoragePort {
 
     fn checkpoint_lane(&self, topic: &str, seq: i64) -> u32 {
         let _ = topic;
-        shard_of_seq(seq, self.inner.config.topic_shards)
+        shard_of_seq(seq, self.inner.config.shards)
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {

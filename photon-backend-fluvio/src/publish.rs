@@ -107,7 +107,7 @@ pub(crate) async fn watch_acks(port: Weak<Inner>) {
             return;
         };
         let watch = &inner.acks;
-        let in_flight = inner.permits.available_permits() < inner.config.max_inflight;
+        let in_flight = inner.permits.available_permits() < inner.config.max_in_flight;
         if !in_flight {
             busy_since = None;
             continue;
@@ -177,7 +177,7 @@ impl FluvioStoragePort {
             )
         })
         .await;
-        let shards = inner.config.topic_shards;
+        let shards = inner.config.shards;
         let shard = shard_for_key(draft.topic_key.as_deref(), shards);
         let name = fluvio_topic_name(&inner.config.prefix, &draft.topic_name, shard, shards);
         let open = match inner.topics.cached(&name) {
@@ -267,7 +267,7 @@ impl FluvioStoragePort {
 
     /// Waits until every queued send is acknowledged, then reports the first failure.
     pub(crate) async fn flush_sends(&self) -> Result<()> {
-        let all = u32::try_from(self.inner.config.max_inflight).unwrap_or(u32::MAX);
+        let all = u32::try_from(self.inner.config.max_in_flight).unwrap_or(u32::MAX);
         let permits = self
             .inner
             .permits

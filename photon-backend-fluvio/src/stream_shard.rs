@@ -1,6 +1,6 @@
 //! Fluvio topic shard routing (distinct from Photon virtual shard topic keys).
 //!
-//! With `topic_shards = n > 1`, every Photon topic is spread over `n` Fluvio topics (one
+//! With `shards = n > 1`, every Photon topic is spread over `n` Fluvio topics (one
 //! partition each). Keyed events go to shard `fnv1a(key) % n`, so all events of a key live
 //! in one shard and keep their order. Unkeyed events all go to shard 0: they keep their
 //! publish order too (round-robin would trade that order for spread, which Photon does not
@@ -8,8 +8,6 @@
 //!
 //! A seq is `(offset + 1) × n + shard`: it strictly increases within a shard (hence within
 //! a key) and names its shard (`seq % n`). With `n = 1` it is simply `offset + 1`.
-
-use photon_core::{PhotonError, Result};
 
 /// Environment variable for the number of Fluvio topics (shards) per Photon topic
 /// (`1` to [`MAX_TOPIC_SHARDS`], default `1`).
@@ -42,22 +40,6 @@ pub fn first_offset_after(after: i64, shard: u32, shards: u32) -> i64 {
     ))
     .unwrap_or(i64::MAX)
         - 1
-}
-
-/// Parses a shard count.
-///
-/// # Errors
-/// [`PhotonError::Config`] naming `variable` when the value is not an integer in
-/// `1..=MAX_TOPIC_SHARDS`.
-pub fn parse_topic_shards(variable: &str, value: &str) -> Result<u32> {
-    match value.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX_TOPIC_SHARDS).contains(&n) => Ok(n),
-        _ => Err(PhotonError::config(
-            variable,
-            value,
-            format!("an integer from 1 to {MAX_TOPIC_SHARDS}"),
-        )),
-    }
 }
 
 #[cfg(test)]
@@ -94,15 +76,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn shard_counts_are_checked() {
-        assert_eq!(parse_topic_shards(TOPIC_SHARDS_ENV, "4").unwrap(), 4);
-        for bad in ["0", "x", "-1", "257"] {
-            let err = parse_topic_shards(TOPIC_SHARDS_ENV, bad).unwrap_err();
-            assert!(err.to_string().contains(TOPIC_SHARDS_ENV), "{err}");
         }
     }
 }

@@ -299,7 +299,7 @@ pub(crate) async fn ensure_topic(
         return Ok(false);
     }
     let mut spec = TopicSpec::new_computed(1, config.replicas, None);
-    spec.set_cleanup_policy(cleanup_policy(config.retention));
+    spec.set_cleanup_policy(cleanup_policy(config.retention_max_age));
     if let Err(create) = admin.create(name.to_owned(), false, spec).await {
         // Another port may have created it in the meantime.
         let listed = admin

@@ -14,7 +14,7 @@ use serde_json::json;
 fn assert_layout_error(err: &PhotonError, what: &str) {
     let text = err.to_string();
     assert!(
-        matches!(err, PhotonError::Config { variable, value, .. } if variable == "topic_shards" && value == "4"),
+        matches!(err, PhotonError::Config { variable, value, .. } if variable == "shards" && value == "4"),
         "{what}: {err:?}"
     );
     assert!(text.contains("1 as topic \"orders\""), "{what}: {text}");

@@ -1,11 +1,14 @@
-//! Typed configuration of the NATS port: builder calls, then environment variables, then
-//! defaults. A value that cannot be parsed is an error naming its variable and what is
-//! accepted, never a silent default.
+//! Typed configuration of the NATS port: builder calls, then environment variables (read
+//! in `env.rs`, in Photon's one dialect: `photon_core::config`), then defaults. A value
+//! that cannot be parsed is an error naming its variable and what is accepted, never a
+//! silent default.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use photon_core::config::de;
 use photon_core::Result;
+use serde::Deserialize;
 
 use crate::port::NatsStoragePort;
 
@@ -13,33 +16,32 @@ use crate::port::NatsStoragePort;
 pub const PHOTON_NATS_URL: &str = "PHOTON_NATS_URL";
 /// Prefix of every stream and subject this port creates (`[A-Za-z0-9-]`, 1 to 32
 /// characters). Default `photon`.
-pub const PHOTON_NATS_STREAM_PREFIX: &str = "PHOTON_NATS_STREAM_PREFIX";
+pub const PHOTON_NATS_PREFIX: &str = "PHOTON_NATS_PREFIX";
 /// Stream replicas, 1 to 5. Default 1.
 pub const PHOTON_NATS_REPLICAS: &str = "PHOTON_NATS_REPLICAS";
-/// Retention by age: `0` (unlimited, the default) or a number with `ms`, `s`, `m`, `h` or `d`.
-pub const PHOTON_NATS_MAX_AGE: &str = "PHOTON_NATS_MAX_AGE";
-/// Retention by size, per stream: bytes, optionally with `k`, `m` or `g` (binary); `0` is
-/// unlimited (the default).
-pub const PHOTON_NATS_MAX_BYTES: &str = "PHOTON_NATS_MAX_BYTES";
-/// Streams per topic, 1 to 64; keys are spread over them by a stable hash. Default 1.
-pub const PHOTON_NATS_STREAM_SHARDS: &str = "PHOTON_NATS_STREAM_SHARDS";
-/// `true` (default): `append` returns after the server's ack. `false`: once sent; a failed
-/// ack is reported by `flush()` and the next `append`.
+/// Retention by age, a duration (`7d`); `0` or unset keeps events regardless of age.
+pub const PHOTON_NATS_RETENTION_MAX_AGE: &str = "PHOTON_NATS_RETENTION_MAX_AGE";
+/// Retention by size per stream, a size (`10GiB`); `0` or unset is unlimited.
+pub const PHOTON_NATS_RETENTION_MAX_BYTES: &str = "PHOTON_NATS_RETENTION_MAX_BYTES";
+/// Streams (shards) per topic, 1 to 64; keys are spread over them by a stable hash.
+/// Default 1.
+pub const PHOTON_NATS_SHARDS: &str = "PHOTON_NATS_SHARDS";
+/// A flag. `true` (default): `append` returns after the server's ack. `false`: once sent;
+/// a failed ack is reported by `flush()` and the next `append`.
 pub const PHOTON_NATS_SYNC_ACK: &str = "PHOTON_NATS_SYNC_ACK";
 /// Publishes awaiting their ack at once, 1 to 65536. Default 256.
 pub const PHOTON_NATS_MAX_IN_FLIGHT: &str = "PHOTON_NATS_MAX_IN_FLIGHT";
 /// Replay cursor: `stream_seq` (default: replay from a stream sequence) or `tail_only`.
 pub const PHOTON_NATS_REPLAY_CURSOR: &str = "PHOTON_NATS_REPLAY_CURSOR";
 /// How long opening the port keeps trying to reach a server (retrying with a growing pause
-/// while nothing answers) before it fails: a number with `ms`, `s`, `m`, `h` or `d`.
-/// Default `30s`.
+/// while nothing answers) before it fails, a duration. Default `30s`.
 pub const PHOTON_NATS_CONNECT_TIMEOUT: &str = "PHOTON_NATS_CONNECT_TIMEOUT";
-/// `true` to apply [`PHOTON_NATS_MAX_AGE`] and [`PHOTON_NATS_MAX_BYTES`] to dead-letter
-/// topics (`*.dlq`) too. Default `false`: dead letters are kept until deleted explicitly.
+/// A flag: `true` to apply the retention limits to dead-letter topics (`*.dlq`) too.
+/// Default `false`: dead letters are kept until deleted explicitly.
 pub const PHOTON_NATS_RETENTION_DEAD_LETTERS: &str = "PHOTON_NATS_RETENTION_DEAD_LETTERS";
 /// Path of a NATS credentials (`.creds`) file.
 pub const PHOTON_NATS_CREDENTIALS_FILE: &str = "PHOTON_NATS_CREDENTIALS_FILE";
-/// `true` to require TLS. Default `false`.
+/// A flag: `true` to require TLS. Default `false`.
 pub const PHOTON_NATS_TLS_REQUIRED: &str = "PHOTON_NATS_TLS_REQUIRED";
 /// Path of a PEM file of extra root certificates.
 pub const PHOTON_NATS_TLS_CA_FILE: &str = "PHOTON_NATS_TLS_CA_FILE";
@@ -48,13 +50,28 @@ pub const PHOTON_NATS_TLS_CERT_FILE: &str = "PHOTON_NATS_TLS_CERT_FILE";
 /// Path of the PEM client key (with [`PHOTON_NATS_TLS_CERT_FILE`]).
 pub const PHOTON_NATS_TLS_KEY_FILE: &str = "PHOTON_NATS_TLS_KEY_FILE";
 
+/// Deprecated name of [`PHOTON_NATS_PREFIX`], still read.
+#[deprecated(note = "use PHOTON_NATS_PREFIX, the name every adapter uses")]
+pub const PHOTON_NATS_STREAM_PREFIX: &str = "PHOTON_NATS_STREAM_PREFIX";
+/// Deprecated name of [`PHOTON_NATS_SHARDS`], still read.
+#[deprecated(note = "use PHOTON_NATS_SHARDS, the name every adapter uses")]
+pub const PHOTON_NATS_STREAM_SHARDS: &str = "PHOTON_NATS_STREAM_SHARDS";
+/// Deprecated name of [`PHOTON_NATS_RETENTION_MAX_AGE`], still read.
+#[deprecated(note = "use PHOTON_NATS_RETENTION_MAX_AGE, the name every adapter uses")]
+pub const PHOTON_NATS_MAX_AGE: &str = "PHOTON_NATS_MAX_AGE";
+/// Deprecated name of [`PHOTON_NATS_RETENTION_MAX_BYTES`], still read, where a one-letter
+/// suffix keeps its old binary meaning (`64k` = 64 KiB, `2g` = 2 GiB).
+#[deprecated(note = "use PHOTON_NATS_RETENTION_MAX_BYTES (sizes such as 2GiB)")]
+pub const PHOTON_NATS_MAX_BYTES: &str = "PHOTON_NATS_MAX_BYTES";
+
 /// Default server URL.
 pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
 /// Default of [`PHOTON_NATS_CONNECT_TIMEOUT`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where subscriptions may start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where subscriptions may start (`stream_seq` or `tail_only` in variables and files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ReplayCursor {
     /// Replay from any retained stream sequence (`StartAt::Beginning` and `AfterSeq` work).
@@ -64,24 +81,13 @@ pub enum ReplayCursor {
     TailOnly,
 }
 
-/// Retention limits applied to every event stream (dead-letter topics only when
-/// `dead_letters` is set).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Retention {
-    /// Oldest event kept; `None` keeps events regardless of age.
-    pub max_age: Option<Duration>,
-    /// Largest stream size in bytes; `None` is unlimited.
-    pub max_bytes: Option<u64>,
-    /// Whether the limits apply to dead-letter topics (`*.dlq`) too.
-    pub dead_letters: bool,
-}
-
 /// Client TLS settings.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct TlsConfig {
     /// Refuse to connect without TLS.
+    #[serde(deserialize_with = "de::flag")]
     pub required: bool,
     /// Extra root certificates (PEM).
     pub ca_file: Option<PathBuf>,
@@ -89,30 +95,52 @@ pub struct TlsConfig {
     pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
-/// Resolved configuration of a [`NatsStoragePort`].
+/// Resolved configuration of a [`NatsStoragePort`]. Deserializable (missing fields take
+/// their defaults; durations and sizes in the dialect of `photon_core::config`); connecting
+/// checks it ([`NatsConfig::validate`]).
+///
+/// ```
+/// let config: photon_backend_nats::NatsConfig = serde_json::from_str(
+///     r#"{"prefix": "shop", "shards": 4, "retention_max_age": "7d", "retention_max_bytes": "10GiB"}"#,
+/// ).unwrap();
+/// assert_eq!(config.shards, 4);
+/// assert_eq!(config.retention_max_bytes, Some(10 << 30));
+/// ```
 ///
 /// `Debug` hides passwords and tokens in URLs and prints the credentials file's path, never
 /// its content.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct NatsConfig {
     /// Server URL(s), comma separated.
     pub url: String,
     /// Prefix of streams and subjects.
-    pub stream_prefix: String,
+    #[serde(alias = "stream_prefix")]
+    pub prefix: String,
     /// Stream replicas.
     pub replicas: usize,
-    /// Retention limits.
-    pub retention: Retention,
-    /// Streams per topic.
-    pub stream_shards: u32,
+    /// Oldest event kept; `None` (or zero) keeps events regardless of age.
+    #[serde(deserialize_with = "de::optional_duration")]
+    pub retention_max_age: Option<Duration>,
+    /// Largest stream size in bytes; `None` (or zero) is unlimited.
+    #[serde(deserialize_with = "de::optional_size")]
+    pub retention_max_bytes: Option<u64>,
+    /// Whether the retention limits apply to dead-letter topics (`*.dlq`) too.
+    #[serde(deserialize_with = "de::flag")]
+    pub retention_dead_letters: bool,
+    /// Streams (shards) per topic.
+    #[serde(alias = "stream_shards")]
+    pub shards: u32,
     /// Whether `append` waits for the server's ack.
+    #[serde(deserialize_with = "de::flag")]
     pub sync_ack: bool,
     /// Publishes awaiting their ack at once.
     pub max_in_flight: usize,
     /// Replay reach of subscriptions.
     pub replay_cursor: ReplayCursor,
     /// How long opening keeps trying to reach a server.
+    #[serde(deserialize_with = "de::duration")]
     pub connect_timeout: Duration,
     /// NATS credentials file.
     pub credentials_file: Option<PathBuf>,
@@ -124,10 +152,12 @@ impl std::fmt::Debug for NatsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NatsConfig")
             .field("url", &redact_url(&self.url))
-            .field("stream_prefix", &self.stream_prefix)
+            .field("prefix", &self.prefix)
             .field("replicas", &self.replicas)
-            .field("retention", &self.retention)
-            .field("stream_shards", &self.stream_shards)
+            .field("retention_max_age", &self.retention_max_age)
+            .field("retention_max_bytes", &self.retention_max_bytes)
+            .field("retention_dead_letters", &self.retention_dead_letters)
+            .field("shards", &self.shards)
             .field("sync_ack", &self.sync_ack)
             .field("max_in_flight", &self.max_in_flight)
             .field("replay_cursor", &self.replay_cursor)
@@ -156,10 +186,12 @@ impl Default for NatsConfig {
     fn default() -> Self {
         Self {
             url: DEFAULT_URL.to_owned(),
-            stream_prefix: "photon".to_owned(),
+            prefix: "photon".to_owned(),
             replicas: 1,
-            retention: Retention::default(),
-            stream_shards: 1,
+            retention_max_age: None,
+            retention_max_bytes: None,
+            retention_dead_letters: false,
+            shards: 1,
             sync_ack: true,
             max_in_flight: 256,
             replay_cursor: ReplayCursor::StreamSeq,
@@ -178,25 +210,55 @@ impl NatsConfig {
     pub fn from_env() -> Result<Self> {
         NatsStoragePortBuilder::new().config()
     }
+
+    /// Checks values that parse but cannot work: empty URLs, a prefix outside
+    /// `[A-Za-z0-9-]`, counts out of range, a zero connect timeout.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Config`] naming the field and what is accepted.
+    pub fn validate(&self) -> Result<()> {
+        crate::env::validate(self)
+    }
 }
 
 /// Builds a [`NatsStoragePort`]: builder calls win over environment variables, which win
 /// over defaults.
 ///
+/// | setting | variable | default |
+/// |---|---|---|
+/// | [`url`](Self::url) | `PHOTON_NATS_URL` | `nats://127.0.0.1:4222` |
+/// | [`prefix`](Self::prefix) | `PHOTON_NATS_PREFIX` | `photon` |
+/// | [`replicas`](Self::replicas) | `PHOTON_NATS_REPLICAS` | 1 |
+/// | [`retention_max_age`](Self::retention_max_age) | `PHOTON_NATS_RETENTION_MAX_AGE` | unset (no limit) |
+/// | [`retention_max_bytes`](Self::retention_max_bytes) | `PHOTON_NATS_RETENTION_MAX_BYTES` | unset (no limit) |
+/// | [`retention_dead_letters`](Self::retention_dead_letters) | `PHOTON_NATS_RETENTION_DEAD_LETTERS` | `false` |
+/// | [`shards`](Self::shards) | `PHOTON_NATS_SHARDS` | 1 |
+/// | [`sync_ack`](Self::sync_ack) | `PHOTON_NATS_SYNC_ACK` | `true` |
+/// | [`max_in_flight`](Self::max_in_flight) | `PHOTON_NATS_MAX_IN_FLIGHT` | 256 |
+/// | [`replay_cursor`](Self::replay_cursor) | `PHOTON_NATS_REPLAY_CURSOR` | `stream_seq` |
+/// | [`connect_timeout`](Self::connect_timeout) | `PHOTON_NATS_CONNECT_TIMEOUT` | `30s` |
+/// | [`credentials_file`](Self::credentials_file) | `PHOTON_NATS_CREDENTIALS_FILE` | none |
+/// | [`tls_required`](Self::tls_required) | `PHOTON_NATS_TLS_REQUIRED` | `false` |
+/// | [`tls_ca_file`](Self::tls_ca_file) | `PHOTON_NATS_TLS_CA_FILE` | none |
+/// | [`tls_client_cert`](Self::tls_client_cert) | `PHOTON_NATS_TLS_CERT_FILE` and `PHOTON_NATS_TLS_KEY_FILE` | none |
+///
+/// Deprecated names still read: `PHOTON_NATS_STREAM_PREFIX`, `PHOTON_NATS_STREAM_SHARDS`,
+/// `PHOTON_NATS_MAX_AGE` and `PHOTON_NATS_MAX_BYTES` (whose `k`, `m`, `g` stay binary).
+///
 /// ```
 /// use photon_backend_nats::NatsStoragePortBuilder;
-/// let builder = NatsStoragePortBuilder::new().url("nats://127.0.0.1:4222").stream_shards(4);
-/// assert_eq!(builder.config().unwrap().stream_shards, 4);
+/// let builder = NatsStoragePortBuilder::new().url("nats://127.0.0.1:4222").shards(4);
+/// assert_eq!(builder.config().unwrap().shards, 4);
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct NatsStoragePortBuilder {
     pub(crate) url: Option<String>,
-    pub(crate) stream_prefix: Option<String>,
+    pub(crate) prefix: Option<String>,
     pub(crate) replicas: Option<usize>,
-    pub(crate) max_age: Option<Duration>,
-    pub(crate) max_bytes: Option<u64>,
-    pub(crate) stream_shards: Option<u32>,
+    pub(crate) retention_max_age: Option<Duration>,
+    pub(crate) retention_max_bytes: Option<u64>,
+    pub(crate) shards: Option<u32>,
     pub(crate) sync_ack: Option<bool>,
     pub(crate) max_in_flight: Option<usize>,
     pub(crate) replay_cursor: Option<ReplayCursor>,
@@ -227,11 +289,17 @@ impl NatsStoragePortBuilder {
     /// Prefix of streams and subjects (`[A-Za-z0-9-]`, 1 to 32 characters).
     ///
     /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().stream_prefix("shop");
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().prefix("shop");
     /// ```
-    pub fn stream_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.stream_prefix = Some(prefix.into());
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
         self
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::prefix`].
+    #[deprecated(note = "use prefix(), the name every adapter uses")]
+    pub fn stream_prefix(self, prefix: impl Into<String>) -> Self {
+        self.prefix(prefix)
     }
 
     /// Stream replicas, 1 to 5.
@@ -248,31 +316,50 @@ impl NatsStoragePortBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().max_age(Duration::from_secs(86_400));
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new()
+    ///     .retention_max_age(Duration::from_secs(86_400));
     /// ```
-    pub fn max_age(mut self, max_age: Duration) -> Self {
-        self.max_age = Some(max_age);
+    pub fn retention_max_age(mut self, max_age: Duration) -> Self {
+        self.retention_max_age = Some(max_age);
         self
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_age`].
+    #[deprecated(note = "use retention_max_age(), the name every adapter uses")]
+    pub fn max_age(self, max_age: Duration) -> Self {
+        self.retention_max_age(max_age)
     }
 
     /// Largest stream size in bytes; 0 is unlimited.
     ///
     /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().max_bytes(1 << 30);
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().retention_max_bytes(1 << 30);
     /// ```
-    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
-        self.max_bytes = Some(max_bytes);
+    pub fn retention_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.retention_max_bytes = Some(max_bytes);
         self
     }
 
-    /// Streams per topic, 1 to 64.
+    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_bytes`].
+    #[deprecated(note = "use retention_max_bytes(), the name every adapter uses")]
+    pub fn max_bytes(self, max_bytes: u64) -> Self {
+        self.retention_max_bytes(max_bytes)
+    }
+
+    /// Streams (shards) per topic, 1 to 64.
     ///
     /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().stream_shards(4);
+    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().shards(4);
     /// ```
-    pub fn stream_shards(mut self, shards: u32) -> Self {
-        self.stream_shards = Some(shards);
+    pub fn shards(mut self, shards: u32) -> Self {
+        self.shards = Some(shards);
         self
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::shards`].
+    #[deprecated(note = "use shards(), the name every adapter uses")]
+    pub fn stream_shards(self, shards: u32) -> Self {
+        self.shards(shards)
     }
 
     /// Whether `append` waits for the server's ack.
@@ -376,7 +463,7 @@ impl NatsStoragePortBuilder {
     /// # Errors
     /// [`photon_core::PhotonError::Config`] naming the variable or field and the accepted values.
     pub fn config(&self) -> Result<NatsConfig> {
-        self.resolve(|name| std::env::var(name).ok())
+        self.resolve(&photon_core::config::Env::process())
     }
 
     /// Connects and returns the port.

@@ -1,274 +1,216 @@
-//! Resolution of a builder against the `PHOTON_NATS_*` environment variables, and the
-//! parsing of their values.
+//! Resolution of a builder against the `PHOTON_NATS_*` environment variables (parsed in
+//! Photon's one dialect, `photon_core::config`), and the checks of a resolved config.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use photon_core::config::{check_count, parse_duration, Alias, Env, EnvVar};
 use photon_core::{PhotonError, Result};
 
 use crate::config::{
-    redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, Retention, TlsConfig,
-    PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE,
-    PHOTON_NATS_MAX_BYTES, PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_REPLAY_CURSOR,
-    PHOTON_NATS_REPLICAS, PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_STREAM_PREFIX,
-    PHOTON_NATS_STREAM_SHARDS, PHOTON_NATS_SYNC_ACK, PHOTON_NATS_TLS_CA_FILE,
-    PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE, PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig,
+    PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_IN_FLIGHT,
+    PHOTON_NATS_PREFIX, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
+    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_RETENTION_MAX_AGE,
+    PHOTON_NATS_RETENTION_MAX_BYTES, PHOTON_NATS_SHARDS, PHOTON_NATS_SYNC_ACK,
+    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
+    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
 };
 
+const PREFIX: EnvVar =
+    EnvVar::new(PHOTON_NATS_PREFIX).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")]);
+const SHARDS: EnvVar =
+    EnvVar::new(PHOTON_NATS_SHARDS).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")]);
+const RETENTION_MAX_AGE: EnvVar =
+    EnvVar::new(PHOTON_NATS_RETENTION_MAX_AGE).aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
+const RETENTION_MAX_BYTES: EnvVar = EnvVar::new(PHOTON_NATS_RETENTION_MAX_BYTES)
+    .aliases(&[Alias::deprecated_binary_letters("PHOTON_NATS_MAX_BYTES")]);
+const REPLAY_CURSORS: [(&str, ReplayCursor); 2] = [
+    ("stream_seq", ReplayCursor::StreamSeq),
+    ("tail_only", ReplayCursor::TailOnly),
+];
+
+const REPLICAS: RangeInclusive<u64> = 1..=5;
+const SHARD_COUNTS: RangeInclusive<u64> = 1..=64;
+const IN_FLIGHT: RangeInclusive<u64> = 1..=65_536;
+
 impl NatsStoragePortBuilder {
-    /// Builder values, then `env`, then defaults.
-    pub(crate) fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<NatsConfig> {
+    /// Builder values, then `env`, then defaults; then [`validate`].
+    pub(crate) fn resolve(&self, env: &Env) -> Result<NatsConfig> {
         let defaults = NatsConfig::default();
-        let pick = |set: Option<String>, name: &str| {
-            set.or_else(|| env(name).filter(|v| !v.trim().is_empty()))
-        };
-        let url = pick(self.url.clone(), PHOTON_NATS_URL).unwrap_or(defaults.url);
-        if url.split(',').any(|part| part.trim().is_empty()) {
-            return Err(PhotonError::config(
-                PHOTON_NATS_URL,
-                redact_url(&url),
-                "one or more server URLs, comma separated",
-            ));
-        }
-        let stream_prefix = pick(self.stream_prefix.clone(), PHOTON_NATS_STREAM_PREFIX)
-            .unwrap_or(defaults.stream_prefix);
-        check_prefix(&stream_prefix)?;
-        let number = |set: Option<u64>, name: &str, min: u64, max: u64, default: u64| match set {
-            Some(value) => in_range(name, &value.to_string(), min, max),
-            None => env(name).map_or(Ok(default), |text| in_range(name, &text, min, max)),
-        };
-        let replicas = number(
-            self.replicas.map(|v| v as u64),
-            PHOTON_NATS_REPLICAS,
-            1,
-            5,
-            1,
-        )? as usize;
-        let stream_shards = number(
-            self.stream_shards.map(u64::from),
-            PHOTON_NATS_STREAM_SHARDS,
-            1,
-            64,
-            1,
-        )? as u32;
-        let max_in_flight = number(
-            self.max_in_flight.map(|v| v as u64),
-            PHOTON_NATS_MAX_IN_FLIGHT,
-            1,
-            65_536,
-            256,
-        )? as usize;
-        let max_age = match self.max_age {
-            Some(age) => age,
-            None => env(PHOTON_NATS_MAX_AGE).map_or(Ok(Duration::ZERO), |t| {
-                parse_duration(PHOTON_NATS_MAX_AGE, &t)
-            })?,
-        };
-        let max_bytes = match self.max_bytes {
-            Some(bytes) => bytes,
-            None => env(PHOTON_NATS_MAX_BYTES)
-                .map_or(Ok(0), |t| parse_bytes(PHOTON_NATS_MAX_BYTES, &t))?,
-        };
-        let flag = |set: Option<bool>, name: &str, default: bool| match set {
+        let var = EnvVar::new;
+        let count =
+            |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| match set {
+                Some(value) => Ok(value),
+                None => env.count(var, range).map(|found| found.unwrap_or(default)),
+            };
+        let flag = |set: Option<bool>, name: &'static str, default: bool| match set {
             Some(value) => Ok(value),
-            None => env(name).map_or(Ok(default), |t| parse_bool(name, &t)),
+            None => env.flag(&var(name)).map(|found| found.unwrap_or(default)),
         };
-        let replay_cursor = match self.replay_cursor {
-            Some(cursor) => cursor,
-            None => env(PHOTON_NATS_REPLAY_CURSOR)
-                .map_or(Ok(ReplayCursor::StreamSeq), |t| parse_cursor(&t))?,
+        let retention_max_age = match self.retention_max_age {
+            Some(age) => Some(age),
+            None => env.duration(&RETENTION_MAX_AGE)?,
         };
-        let connect_timeout = match self.connect_timeout {
-            Some(timeout) => timeout,
-            None => env(PHOTON_NATS_CONNECT_TIMEOUT).map_or(Ok(defaults.connect_timeout), |t| {
-                parse_duration(PHOTON_NATS_CONNECT_TIMEOUT, &t)
-            })?,
+        let retention_max_bytes = match self.retention_max_bytes {
+            Some(bytes) => Some(bytes),
+            None => env.size(&RETENTION_MAX_BYTES)?,
         };
-        if connect_timeout.is_zero() {
-            return Err(PhotonError::config(
-                PHOTON_NATS_CONNECT_TIMEOUT,
-                "0",
-                "a duration greater than zero, e.g. 30s",
-            ));
-        }
-        let path = |set: &Option<PathBuf>, name: &str| {
-            set.clone()
-                .or_else(|| env(name).filter(|v| !v.is_empty()).map(PathBuf::from))
-        };
-        let client_cert = match &self.tls_client_cert {
-            Some(pair) => Some(pair.clone()),
-            None => match (
-                path(&None, PHOTON_NATS_TLS_CERT_FILE),
-                path(&None, PHOTON_NATS_TLS_KEY_FILE),
-            ) {
-                (Some(cert), Some(key)) => Some((cert, key)),
-                (None, None) => None,
-                (Some(cert), None) => {
-                    return Err(PhotonError::config(
-                        PHOTON_NATS_TLS_KEY_FILE,
-                        "",
-                        format!(
-                            "a key file to go with {PHOTON_NATS_TLS_CERT_FILE}={}",
-                            cert.display()
-                        ),
-                    ))
-                }
-                (None, Some(_)) => {
-                    return Err(PhotonError::config(
-                        PHOTON_NATS_TLS_CERT_FILE,
-                        "",
-                        format!("a certificate file to go with {PHOTON_NATS_TLS_KEY_FILE}"),
-                    ))
-                }
+        let config = NatsConfig {
+            url: match &self.url {
+                Some(url) => url.clone(),
+                None => env
+                    .read(&var(PHOTON_NATS_URL), |found| {
+                        check_urls(found.name, found.text.trim())
+                    })?
+                    .unwrap_or(defaults.url),
             },
-        };
-        Ok(NatsConfig {
-            url,
-            stream_prefix,
-            replicas,
-            retention: Retention {
-                max_age: (!max_age.is_zero()).then_some(max_age),
-                max_bytes: (max_bytes > 0).then_some(max_bytes),
-                dead_letters: flag(
-                    self.retention_dead_letters,
-                    PHOTON_NATS_RETENTION_DEAD_LETTERS,
-                    false,
-                )?,
+            prefix: match &self.prefix {
+                Some(prefix) => prefix.clone(),
+                None => env
+                    .read(&PREFIX, |found| check_prefix(found.name, found.text.trim()))?
+                    .unwrap_or(defaults.prefix),
             },
-            stream_shards,
+            replicas: count(
+                self.replicas.map(|v| v as u64),
+                &var(PHOTON_NATS_REPLICAS),
+                REPLICAS,
+                1,
+            )? as usize,
+            retention_max_age: retention_max_age.filter(|age| !age.is_zero()),
+            retention_max_bytes: retention_max_bytes.filter(|bytes| *bytes > 0),
+            retention_dead_letters: flag(
+                self.retention_dead_letters,
+                PHOTON_NATS_RETENTION_DEAD_LETTERS,
+                false,
+            )?,
+            shards: count(self.shards.map(u64::from), &SHARDS, SHARD_COUNTS, 1)? as u32,
             sync_ack: flag(self.sync_ack, PHOTON_NATS_SYNC_ACK, true)?,
-            max_in_flight,
-            replay_cursor,
-            connect_timeout,
-            credentials_file: path(&self.credentials_file, PHOTON_NATS_CREDENTIALS_FILE),
+            max_in_flight: count(
+                self.max_in_flight.map(|v| v as u64),
+                &var(PHOTON_NATS_MAX_IN_FLIGHT),
+                IN_FLIGHT,
+                256,
+            )? as usize,
+            replay_cursor: match self.replay_cursor {
+                Some(cursor) => cursor,
+                None => env
+                    .choice(&var(PHOTON_NATS_REPLAY_CURSOR), &REPLAY_CURSORS)?
+                    .unwrap_or_default(),
+            },
+            connect_timeout: match self.connect_timeout {
+                Some(timeout) => timeout,
+                None => env
+                    .read(&var(PHOTON_NATS_CONNECT_TIMEOUT), |found| {
+                        check_timeout(found.name, parse_duration(found.name, &found.text)?)
+                    })?
+                    .unwrap_or(defaults.connect_timeout),
+            },
+            credentials_file: match &self.credentials_file {
+                Some(path) => Some(path.clone()),
+                None => env.path(&var(PHOTON_NATS_CREDENTIALS_FILE))?,
+            },
             tls: TlsConfig {
                 required: flag(self.tls_required, PHOTON_NATS_TLS_REQUIRED, false)?,
-                ca_file: path(&self.tls_ca_file, PHOTON_NATS_TLS_CA_FILE),
-                client_cert,
+                ca_file: match &self.tls_ca_file {
+                    Some(path) => Some(path.clone()),
+                    None => env.path(&var(PHOTON_NATS_TLS_CA_FILE))?,
+                },
+                client_cert: match &self.tls_client_cert {
+                    Some(pair) => Some(pair.clone()),
+                    None => client_cert(env)?,
+                },
             },
-        })
+        };
+        validate(&config)?;
+        Ok(config)
     }
 }
 
-fn check_prefix(prefix: &str) -> Result<()> {
+/// The client certificate and key files, both or neither.
+fn client_cert(env: &Env) -> Result<Option<(PathBuf, PathBuf)>> {
+    let cert = env.path(&EnvVar::new(PHOTON_NATS_TLS_CERT_FILE))?;
+    let key = env.path(&EnvVar::new(PHOTON_NATS_TLS_KEY_FILE))?;
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some((cert, key))),
+        (None, None) => Ok(None),
+        (Some(cert), None) => Err(PhotonError::config(
+            PHOTON_NATS_TLS_KEY_FILE,
+            "",
+            format!(
+                "a key file to go with {PHOTON_NATS_TLS_CERT_FILE}={}",
+                cert.display()
+            ),
+        )),
+        (None, Some(_)) => Err(PhotonError::config(
+            PHOTON_NATS_TLS_CERT_FILE,
+            "",
+            format!("a certificate file to go with {PHOTON_NATS_TLS_KEY_FILE}"),
+        )),
+    }
+}
+
+/// Refuses values that parse but cannot work, naming the field.
+pub(crate) fn validate(config: &NatsConfig) -> Result<()> {
+    check_urls("url", &config.url)?;
+    check_prefix("prefix", &config.prefix)?;
+    check_count("replicas", config.replicas as u64, REPLICAS)?;
+    check_count("shards", u64::from(config.shards), SHARD_COUNTS)?;
+    check_count("max_in_flight", config.max_in_flight as u64, IN_FLIGHT)?;
+    check_timeout("connect_timeout", config.connect_timeout)?;
+    Ok(())
+}
+
+fn check_urls(variable: &str, urls: &str) -> Result<String> {
+    if urls.split(',').any(|part| part.trim().is_empty()) {
+        return Err(PhotonError::config(
+            variable,
+            redact_url(urls),
+            "one or more server URLs, comma separated",
+        ));
+    }
+    Ok(urls.to_owned())
+}
+
+fn check_prefix(variable: &str, prefix: &str) -> Result<String> {
     let ok = (1..=32).contains(&prefix.len())
         && prefix
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-');
     if ok {
-        Ok(())
+        Ok(prefix.to_owned())
     } else {
         Err(PhotonError::config(
-            PHOTON_NATS_STREAM_PREFIX,
+            variable,
             prefix,
             "1 to 32 characters from [A-Za-z0-9-]",
         ))
     }
 }
 
-fn in_range(name: &str, text: &str, min: u64, max: u64) -> Result<u64> {
-    match text.trim().parse::<u64>() {
-        Ok(value) if (min..=max).contains(&value) => Ok(value),
-        _ => Err(PhotonError::config(
-            name,
-            text,
-            format!("an integer from {min} to {max}"),
-        )),
+fn check_timeout(variable: &str, timeout: Duration) -> Result<Duration> {
+    if timeout.is_zero() {
+        Err(PhotonError::config(
+            variable,
+            "0",
+            "a duration greater than zero, e.g. 30s",
+        ))
+    } else {
+        Ok(timeout)
     }
-}
-
-fn parse_bool(name: &str, text: &str) -> Result<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(PhotonError::config(
-            name,
-            text,
-            "true or false (also 1/0, yes/no, on/off)",
-        )),
-    }
-}
-
-fn parse_cursor(text: &str) -> Result<ReplayCursor> {
-    match text.trim() {
-        "stream_seq" => Ok(ReplayCursor::StreamSeq),
-        "tail_only" => Ok(ReplayCursor::TailOnly),
-        _ => Err(PhotonError::config(
-            PHOTON_NATS_REPLAY_CURSOR,
-            text,
-            "stream_seq or tail_only",
-        )),
-    }
-}
-
-fn parse_duration(name: &str, text: &str) -> Result<Duration> {
-    let refuse = || {
-        PhotonError::config(
-            name,
-            text,
-            "0 or a whole number with a unit: ms, s, m, h or d (e.g. 7d)",
-        )
-    };
-    let trimmed = text.trim();
-    if trimmed == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(refuse)?;
-    let value: u64 = trimmed[..split].parse().map_err(|_| refuse())?;
-    let unit = match &trimmed[split..] {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(refuse()),
-    };
-    value
-        .checked_mul(unit)
-        .map(Duration::from_millis)
-        .ok_or_else(refuse)
-}
-
-fn parse_bytes(name: &str, text: &str) -> Result<u64> {
-    let refuse = || {
-        PhotonError::config(
-            name,
-            text,
-            "0 (unlimited) or a whole number of bytes, optionally with k, m or g (binary)",
-        )
-    };
-    let trimmed = text.trim().to_ascii_lowercase();
-    let (digits, unit) = match trimmed.chars().last() {
-        Some('k') => (&trimmed[..trimmed.len() - 1], 1u64 << 10),
-        Some('m') => (&trimmed[..trimmed.len() - 1], 1 << 20),
-        Some('g') => (&trimmed[..trimmed.len() - 1], 1 << 30),
-        _ => (trimmed.as_str(), 1),
-    };
-    let value: u64 = digits.parse().map_err(|_| refuse())?;
-    value
-        .checked_mul(unit)
-        .filter(|v| i64::try_from(*v).is_ok())
-        .ok_or_else(refuse)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
-    fn resolve(builder: NatsStoragePortBuilder, env: &[(&str, &str)]) -> Result<NatsConfig> {
-        let env: HashMap<String, String> = env
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        builder.resolve(|name| env.get(name).cloned())
+    fn resolve(builder: NatsStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<NatsConfig> {
+        builder.resolve(&Env::from_pairs(pairs.iter().copied()))
     }
 
-    fn refused(env: &[(&str, &str)]) -> String {
-        let err = resolve(NatsStoragePortBuilder::new(), env).unwrap_err();
+    fn refused(pairs: &[(&str, &str)]) -> String {
+        let err = resolve(NatsStoragePortBuilder::new(), pairs).unwrap_err();
         assert!(matches!(err, PhotonError::Config { .. }), "{err}");
         err.to_string()
     }
@@ -287,14 +229,16 @@ mod tests {
             NatsStoragePortBuilder::new(),
             &[
                 (PHOTON_NATS_URL, "nats://a:1,nats://b:2"),
-                (PHOTON_NATS_STREAM_PREFIX, "Shop-1"),
+                (PHOTON_NATS_PREFIX, "Shop-1"),
                 (PHOTON_NATS_REPLICAS, "3"),
-                (PHOTON_NATS_MAX_AGE, "7d"),
-                (PHOTON_NATS_MAX_BYTES, "2g"),
-                (PHOTON_NATS_STREAM_SHARDS, "4"),
-                (PHOTON_NATS_SYNC_ACK, "false"),
+                (PHOTON_NATS_RETENTION_MAX_AGE, "7d"),
+                (PHOTON_NATS_RETENTION_MAX_BYTES, "2GiB"),
+                (PHOTON_NATS_RETENTION_DEAD_LETTERS, "on"),
+                (PHOTON_NATS_SHARDS, "4"),
+                (PHOTON_NATS_SYNC_ACK, "False"),
                 (PHOTON_NATS_MAX_IN_FLIGHT, "1024"),
                 (PHOTON_NATS_REPLAY_CURSOR, "tail_only"),
+                (PHOTON_NATS_CONNECT_TIMEOUT, "250ms"),
                 (PHOTON_NATS_CREDENTIALS_FILE, "/x.creds"),
                 (PHOTON_NATS_TLS_REQUIRED, "yes"),
                 (PHOTON_NATS_TLS_CA_FILE, "/ca.pem"),
@@ -304,17 +248,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.url, "nats://a:1,nats://b:2");
-        assert_eq!(config.stream_prefix, "Shop-1");
+        assert_eq!(config.prefix, "Shop-1");
         assert_eq!(config.replicas, 3);
-        assert_eq!(
-            config.retention.max_age,
-            Some(Duration::from_secs(7 * 86_400))
-        );
-        assert_eq!(config.retention.max_bytes, Some(2 << 30));
-        assert_eq!(config.stream_shards, 4);
+        assert_eq!(config.retention_max_age, Some(Duration::from_secs(604_800)));
+        assert_eq!(config.retention_max_bytes, Some(2 << 30));
+        assert!(config.retention_dead_letters);
+        assert_eq!(config.shards, 4);
         assert!(!config.sync_ack);
         assert_eq!(config.max_in_flight, 1024);
         assert_eq!(config.replay_cursor, ReplayCursor::TailOnly);
+        assert_eq!(config.connect_timeout, Duration::from_millis(250));
         assert_eq!(config.credentials_file, Some(PathBuf::from("/x.creds")));
         assert!(config.tls.required);
         assert_eq!(config.tls.ca_file, Some(PathBuf::from("/ca.pem")));
@@ -325,22 +268,64 @@ mod tests {
     }
 
     #[test]
+    fn deprecated_names_still_work() {
+        let config = resolve(
+            NatsStoragePortBuilder::new(),
+            &[
+                ("PHOTON_NATS_STREAM_PREFIX", "old"),
+                ("PHOTON_NATS_STREAM_SHARDS", "2"),
+                ("PHOTON_NATS_MAX_AGE", "90m"),
+                ("PHOTON_NATS_MAX_BYTES", "2g"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.prefix, "old");
+        assert_eq!(config.shards, 2);
+        assert_eq!(config.retention_max_age, Some(Duration::from_secs(5400)));
+        assert_eq!(config.retention_max_bytes, Some(2 << 30));
+        assert_eq!(
+            refused(&[
+                (PHOTON_NATS_SHARDS, "4"),
+                ("PHOTON_NATS_STREAM_SHARDS", "2")
+            ]),
+            "invalid configuration PHOTON_NATS_SHARDS=\"4\": expected the same value as \
+             PHOTON_NATS_STREAM_SHARDS=\"2\", an older name of this setting (or unset it)"
+        );
+    }
+
+    #[test]
+    fn zero_retention_is_no_limit() {
+        let config = resolve(
+            NatsStoragePortBuilder::new(),
+            &[
+                (PHOTON_NATS_RETENTION_MAX_AGE, "0"),
+                (PHOTON_NATS_RETENTION_MAX_BYTES, "0"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (config.retention_max_age, config.retention_max_bytes),
+            (None, None)
+        );
+    }
+
+    #[test]
     fn builder_wins_over_env() {
         let builder = NatsStoragePortBuilder::new()
-            .stream_shards(2)
+            .shards(2)
             .sync_ack(true)
             .url("nats://x:9");
         let config = resolve(
             builder,
             &[
-                (PHOTON_NATS_STREAM_SHARDS, "8"),
+                (PHOTON_NATS_SHARDS, "8"),
                 (PHOTON_NATS_SYNC_ACK, "false"),
                 (PHOTON_NATS_URL, "nats://y:1"),
             ],
         )
         .unwrap();
         assert_eq!(
-            (config.stream_shards, config.sync_ack, config.url.as_str()),
+            (config.shards, config.sync_ack, config.url.as_str()),
             (2, true, "nats://x:9")
         );
     }
@@ -348,29 +333,85 @@ mod tests {
     #[test]
     fn bad_values_name_variable_and_accepted_values() {
         let cases = [
-            (PHOTON_NATS_REPLICAS, "0", "from 1 to 5"),
-            (PHOTON_NATS_REPLICAS, "three", "from 1 to 5"),
-            (PHOTON_NATS_STREAM_SHARDS, "65", "from 1 to 64"),
-            (PHOTON_NATS_MAX_IN_FLIGHT, "-1", "from 1 to 65536"),
-            (PHOTON_NATS_MAX_AGE, "7 days", "ms, s, m, h or d"),
-            (PHOTON_NATS_MAX_AGE, "10", "ms, s, m, h or d"),
-            (PHOTON_NATS_MAX_BYTES, "lots", "bytes"),
-            (PHOTON_NATS_SYNC_ACK, "maybe", "true or false"),
-            (PHOTON_NATS_TLS_REQUIRED, "2", "true or false"),
+            (PHOTON_NATS_REPLICAS, "0", "expected an integer from 1 to 5"),
+            (
+                PHOTON_NATS_REPLICAS,
+                "three",
+                "expected an integer from 1 to 5",
+            ),
+            (PHOTON_NATS_SHARDS, "65", "expected an integer from 1 to 64"),
+            (
+                "PHOTON_NATS_STREAM_SHARDS",
+                "0",
+                "expected an integer from 1 to 64",
+            ),
+            (
+                PHOTON_NATS_MAX_IN_FLIGHT,
+                "-1",
+                "expected an integer from 1 to 65536",
+            ),
+            (
+                PHOTON_NATS_RETENTION_MAX_AGE,
+                "10",
+                "expected a duration with a unit",
+            ),
+            (
+                "PHOTON_NATS_MAX_AGE",
+                "7 fortnights",
+                "expected a duration with a unit",
+            ),
+            (
+                PHOTON_NATS_RETENTION_MAX_BYTES,
+                "lots",
+                "expected a size in bytes",
+            ),
+            (PHOTON_NATS_SYNC_ACK, "maybe", "expected true or false"),
+            (PHOTON_NATS_TLS_REQUIRED, "2", "expected true or false"),
             (
                 PHOTON_NATS_REPLAY_CURSOR,
                 "beginning",
-                "stream_seq or tail_only",
+                "expected stream_seq or tail_only",
             ),
-            (PHOTON_NATS_STREAM_PREFIX, "a.b", "[A-Za-z0-9-]"),
-            (PHOTON_NATS_STREAM_PREFIX, "under_score", "[A-Za-z0-9-]"),
-            (PHOTON_NATS_URL, "nats://a:1,,nats://b:2", "comma separated"),
+            (
+                PHOTON_NATS_PREFIX,
+                "a.b",
+                "expected 1 to 32 characters from [A-Za-z0-9-]",
+            ),
+            (
+                "PHOTON_NATS_STREAM_PREFIX",
+                "under_score",
+                "expected 1 to 32 characters from [A-Za-z0-9-]",
+            ),
+            (
+                PHOTON_NATS_URL,
+                "nats://a:1,,nats://b:2",
+                "expected one or more server URLs, comma separated",
+            ),
+            (
+                PHOTON_NATS_CONNECT_TIMEOUT,
+                "0",
+                "expected a duration greater than zero, e.g. 30s",
+            ),
         ];
         for (name, value, expected) in cases {
             let message = refused(&[(name, value)]);
-            assert!(message.contains(name), "{message}");
-            assert!(message.contains(expected), "{message}");
+            let prefix = format!("invalid configuration {name}={value:?}: {expected}");
+            assert!(message.starts_with(&prefix), "{message}");
         }
+    }
+
+    #[test]
+    fn builder_values_name_their_field() {
+        let err = resolve(NatsStoragePortBuilder::new().shards(0), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration shards=\"0\": expected an integer from 1 to 64"
+        );
+        let err = resolve(NatsStoragePortBuilder::new().prefix("a b"), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration prefix=\"a b\": expected 1 to 32 characters from [A-Za-z0-9-]"
+        );
     }
 
     #[test]
@@ -408,18 +449,36 @@ mod tests {
     }
 
     #[test]
-    fn durations_and_sizes() {
-        assert_eq!(parse_duration("X", "0").unwrap(), Duration::ZERO);
+    fn deserializes_in_the_dialect() {
+        let config: NatsConfig = serde_json::from_str(
+            r#"{"url": "nats://10.0.0.1:4222", "stream_prefix": "shop", "shards": 4,
+                "retention_max_age": "7d", "retention_max_bytes": "10GiB",
+                "retention_dead_letters": true, "sync_ack": "off", "max_in_flight": 64,
+                "replay_cursor": "tail_only", "connect_timeout": "5s",
+                "tls": {"required": "yes", "client_cert": ["/c.pem", "/k.pem"]}}"#,
+        )
+        .unwrap();
+        validate(&config).unwrap();
+        assert_eq!(config.url, "nats://10.0.0.1:4222");
+        assert_eq!(config.prefix, "shop");
+        assert_eq!(config.shards, 4);
+        assert_eq!(config.retention_max_age, Some(Duration::from_secs(604_800)));
+        assert_eq!(config.retention_max_bytes, Some(10 << 30));
+        assert!(config.retention_dead_letters);
+        assert!(!config.sync_ack);
+        assert_eq!(config.max_in_flight, 64);
+        assert_eq!(config.replay_cursor, ReplayCursor::TailOnly);
+        assert_eq!(config.connect_timeout, Duration::from_secs(5));
+        assert!(config.tls.required);
         assert_eq!(
-            parse_duration("X", "250ms").unwrap(),
-            Duration::from_millis(250)
+            config.tls.client_cert,
+            Some((PathBuf::from("/c.pem"), PathBuf::from("/k.pem")))
         );
+        assert_eq!(config.replicas, 1);
+        let bad: NatsConfig = serde_json::from_str(r#"{"shards": 100}"#).unwrap();
         assert_eq!(
-            parse_duration("X", "90m").unwrap(),
-            Duration::from_secs(5400)
+            validate(&bad).unwrap_err().to_string(),
+            "invalid configuration shards=\"100\": expected an integer from 1 to 64"
         );
-        assert_eq!(parse_bytes("X", "512").unwrap(), 512);
-        assert_eq!(parse_bytes("X", "64K").unwrap(), 64 << 10);
-        assert!(parse_bytes("X", "99999999999g").is_err());
     }
 }

@@ -20,7 +20,7 @@
 //! estimate of "now" lags the server by at most one round trip, which only makes leases
 //! look live a little longer to a member that wants to take them over.
 //!
-//! Partitions: with several stream shards (`PHOTON_NATS_STREAM_SHARDS`), each shard is a
+//! Partitions: with several stream shards (`PHOTON_NATS_SHARDS`), each shard is a
 //! partition (`GroupOptions::partitions` is ignored); with one, key-hash buckets
 //! (`GroupOptions::partitions`, [`photon_core::group::partition_of`]). Members read the
 //! topic at full speed (no per-event round trip) with the port's ordinary subscriptions:
@@ -133,7 +133,7 @@ impl NatsCoordination {
     }
 
     fn prefix(&self) -> &str {
-        &self.port.inner.config.stream_prefix
+        &self.port.inner.config.prefix
     }
 
     fn scope_subject(&self, scope: &GroupScope) -> String {

@@ -5,7 +5,7 @@
 //! use photon_backend_nats::NatsStoragePortBuilder;
 //! let port = NatsStoragePortBuilder::new()
 //!     .url("nats://127.0.0.1:4222")
-//!     .stream_prefix("shop")
+//!     .prefix("shop")
 //!     .build()
 //!     .await?;
 //! assert_eq!(port.telemetry_label(), "nats");
@@ -18,7 +18,7 @@
 //!   naming the address. Refused credentials or TLS fail at once.
 //! - **Streams**: one per topic (and shard), created on first append or subscribe, named
 //!   `<prefix>_<topic-token>_<shard>`; retention (max age, max bytes) and replicas come
-//!   from [`NatsConfig`]. Dead-letter topics (`*.dlq`) get no age or size limit unless
+//!   from [`NatsConfig`] (settings, variables and defaults: [`NatsStoragePortBuilder`]). Dead-letter topics (`*.dlq`) get no age or size limit unless
 //!   [`PHOTON_NATS_RETENTION_DEAD_LETTERS`] is `true`. Each stream records the shard
 //!   count it was made with; a port configured with another count gets
 //!   `PhotonError::Config` naming both (for that topic) instead of misreading seqs. A
@@ -70,12 +70,17 @@ mod retention;
 mod topic;
 
 pub use config::{
-    NatsConfig, NatsStoragePortBuilder, ReplayCursor, Retention, TlsConfig,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_URL, PHOTON_NATS_CONNECT_TIMEOUT,
-    PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE, PHOTON_NATS_MAX_BYTES,
-    PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
-    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_STREAM_PREFIX, PHOTON_NATS_STREAM_SHARDS,
-    PHOTON_NATS_SYNC_ACK, PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE,
-    PHOTON_NATS_TLS_KEY_FILE, PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_URL, PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE,
+    PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_PREFIX, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
+    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_RETENTION_MAX_AGE,
+    PHOTON_NATS_RETENTION_MAX_BYTES, PHOTON_NATS_SHARDS, PHOTON_NATS_SYNC_ACK,
+    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
+    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+};
+#[allow(deprecated)]
+pub use config::{
+    PHOTON_NATS_MAX_AGE, PHOTON_NATS_MAX_BYTES, PHOTON_NATS_STREAM_PREFIX,
+    PHOTON_NATS_STREAM_SHARDS,
 };
 pub use port::NatsStoragePort;

@@ -83,14 +83,24 @@ impl NatsStoragePort {
         crate::NatsStoragePortBuilder::new()
     }
 
-    /// Connects with a resolved configuration. While no server answers, it keeps trying
-    /// (pauses growing up to 1 s) for `connect_timeout`.
+    /// Connects with the configuration of the `PHOTON_NATS_*` variables and defaults.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] for an unusable URL or credentials file,
+    /// As [`crate::NatsStoragePortBuilder::build`].
+    pub async fn from_env() -> Result<Self> {
+        Self::builder().build().await
+    }
+
+    /// Connects with a resolved (or deserialized) configuration. While no server answers,
+    /// it keeps trying (pauses growing up to 1 s) for `connect_timeout`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] for a value that cannot work ([`NatsConfig::validate`]), an
+    /// unusable URL or credentials file,
     /// [`PhotonError::Unavailable`] naming the address when no server answered within
     /// `connect_timeout`.
     pub async fn connect(config: NatsConfig) -> Result<Self> {
+        config.validate()?;
         let client = connect_client(&config).await?;
         let context = ContextBuilder::new()
             .timeout(Duration::from_secs(10))
@@ -99,7 +109,7 @@ impl NatsStoragePort {
             .build(client.clone());
         let server_max = client.server_info().max_payload;
         let max_payload_bytes = server_max.saturating_sub(RECORD_OVERHEAD_BYTES) / 4 * 3;
-        let names = Names::new(&config.stream_prefix, config.stream_shards);
+        let names = Names::new(&config.prefix, config.shards);
         let streams = Streams::new(context, &config);
         Ok(Self {
             inner: Arc::new(Inner {

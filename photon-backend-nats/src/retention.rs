@@ -24,10 +24,11 @@ pub(crate) fn stream_template(config: &NatsConfig) -> stream::Config {
         num_replicas: config.replicas,
         retention: RetentionPolicy::Limits,
         discard: DiscardPolicy::Old,
-        max_age: config.retention.max_age.unwrap_or_default(),
+        max_age: config.retention_max_age.unwrap_or_default(),
+        // Zero, like unset, means no limit (JetStream's -1).
         max_bytes: config
-            .retention
-            .max_bytes
+            .retention_max_bytes
+            .filter(|bytes| *bytes > 0)
             .and_then(|bytes| i64::try_from(bytes).ok())
             .unwrap_or(-1),
         max_messages: -1,
@@ -39,10 +40,10 @@ pub(crate) fn stream_template(config: &NatsConfig) -> stream::Config {
 }
 
 /// Settings of dead-letter topic streams (`*.dlq`): the event template without age and
-/// size limits, unless `retention.dead_letters` applies them.
+/// size limits, unless `retention_dead_letters` applies them.
 pub(crate) fn dead_letter_template(config: &NatsConfig) -> stream::Config {
     let template = stream_template(config);
-    if config.retention.dead_letters {
+    if config.retention_dead_letters {
         template
     } else {
         stream::Config {

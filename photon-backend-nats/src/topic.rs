@@ -28,7 +28,7 @@ use base64::Engine as _;
 use photon_core::{CheckpointKey, PhotonError, Result};
 use tokio::sync::OnceCell;
 
-use crate::config::{NatsConfig, PHOTON_NATS_STREAM_SHARDS};
+use crate::config::{NatsConfig, PHOTON_NATS_SHARDS};
 use crate::error::{storage, unavailable};
 use async_nats::jetstream::context::CreateStreamErrorKind;
 
@@ -224,7 +224,7 @@ impl Streams {
         Self {
             context,
             template: crate::retention::stream_template(config),
-            shards: config.stream_shards.max(1),
+            shards: config.shards.max(1),
             dead_letter_template: crate::retention::dead_letter_template(config),
             cache: Mutex::new(HashMap::new()),
         }
@@ -283,7 +283,7 @@ impl Streams {
             return Ok(());
         }
         Err(PhotonError::config(
-            PHOTON_NATS_STREAM_SHARDS,
+            PHOTON_NATS_SHARDS,
             self.shards.to_string(),
             format!(
                 "{stored}, the shard count stream {} was created with (another count would \

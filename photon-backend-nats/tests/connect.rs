@@ -19,7 +19,7 @@ async fn open_waits_for_a_server_that_starts_later() {
     let opening = tokio::spawn(async move {
         NatsStoragePortBuilder::new()
             .url(url)
-            .stream_prefix("connectlater")
+            .prefix("connectlater")
             .connect_timeout(Duration::from_secs(20))
             .build()
             .await

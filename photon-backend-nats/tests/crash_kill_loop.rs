@@ -50,8 +50,8 @@ fn crash_role() {
     run_role(&plan(), role, incarnation, log, async {
         let port = NatsStoragePortBuilder::new()
             .url(url)
-            .stream_prefix(prefix)
-            .stream_shards(shards.parse().unwrap())
+            .prefix(prefix)
+            .shards(shards.parse().unwrap())
             .connect_timeout(Duration::from_secs(30))
             .build()
             .await

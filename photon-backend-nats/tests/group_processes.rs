@@ -21,8 +21,8 @@ fn open(location: String) -> BoxFuture<'static, Arc<dyn StoragePort>> {
         let parts: Vec<&str> = location.split('#').collect();
         let port = NatsStoragePortBuilder::new()
             .url(parts[0])
-            .stream_prefix(parts[1])
-            .stream_shards(parts[2].parse().unwrap())
+            .prefix(parts[1])
+            .shards(parts[2].parse().unwrap())
             .build()
             .await
             .unwrap();

@@ -31,7 +31,7 @@ async fn another_shard_count_is_refused_naming_both() {
     let first = one.port().await.unwrap();
     first.append(draft(topic, "k0")).await.unwrap();
 
-    let four = one.builder().stream_shards(4).build().await.unwrap();
+    let four = one.builder().shards(4).build().await.unwrap();
     // Keys landing in every shard of the new layout: each is refused.
     for key in ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"] {
         let error = four.append(draft(topic, key)).await.unwrap_err();
@@ -41,7 +41,7 @@ async fn another_shard_count_is_refused_naming_both() {
                 value,
                 expected,
             } => {
-                assert_eq!(variable, "PHOTON_NATS_STREAM_SHARDS");
+                assert_eq!(variable, "PHOTON_NATS_SHARDS");
                 assert_eq!(value, "4");
                 assert!(
                     expected.starts_with(&format!(

@@ -36,8 +36,8 @@ async fn dead_letter_topics_keep_everything_unless_asked() {
     let day = Duration::from_secs(86_400);
     let port = factory
         .builder()
-        .max_age(day)
-        .max_bytes(1 << 30)
+        .retention_max_age(day)
+        .retention_max_bytes(1 << 30)
         .build()
         .await
         .unwrap();
@@ -55,8 +55,8 @@ async fn dead_letter_topics_keep_everything_unless_asked() {
 
     let asked = factory
         .builder()
-        .max_age(day)
-        .max_bytes(1 << 30)
+        .retention_max_age(day)
+        .retention_max_bytes(1 << 30)
         .retention_dead_letters(true)
         .build()
         .await

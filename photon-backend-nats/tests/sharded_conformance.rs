@@ -9,7 +9,8 @@ use common::NatsFactory;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_with_four_shards() {
-    for (name, _) in photon_testkit::SCENARIOS {
+    for scenario in photon_testkit::SCENARIOS {
+        let name = scenario.name;
         let Some(factory) = NatsFactory::from_env(4).await else {
             return;
         };

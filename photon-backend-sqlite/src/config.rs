@@ -1,45 +1,63 @@
-//! Typed configuration of the SQLite port: builder call > environment variable > default.
+//! Typed configuration of the SQLite port: builder call > environment variable > default
+//! (resolved in `env.rs`). Values use Photon's one dialect (`photon_core::config`):
+//! durations such as `100ms`, sizes such as `1MiB`, flags such as `on`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use photon_core::config::de;
 use photon_core::{Result, DEFAULT_MAX_PAYLOAD_BYTES};
-
-use crate::env::{flag, millis, number, optional, parse, synchronous, validate};
+use serde::Deserialize;
 
 use crate::port::SqliteStoragePort;
 
 /// Database file. Default `photon.db` in the working directory.
 pub const PHOTON_SQLITE_PATH: &str = "PHOTON_SQLITE_PATH";
-/// How often a live subscriber looks for appends of other processes, in milliseconds.
-/// Appends of the same port wake subscribers at once. Default 100.
-pub const PHOTON_SQLITE_POLL_INTERVAL_MS: &str = "PHOTON_SQLITE_POLL_INTERVAL_MS";
-/// How long a connection waits for another process's lock before failing, in
-/// milliseconds. Default 5000.
-pub const PHOTON_SQLITE_BUSY_TIMEOUT_MS: &str = "PHOTON_SQLITE_BUSY_TIMEOUT_MS";
-/// Most writes (appends, checkpoints) committed in one transaction. Default 4096.
+/// How often a live subscriber looks for appends of other processes, a duration. Appends
+/// of the same port wake subscribers at once. Default `100ms`.
+pub const PHOTON_SQLITE_POLL_INTERVAL: &str = "PHOTON_SQLITE_POLL_INTERVAL";
+/// How long a connection waits for another process's lock before failing, a duration.
+/// Default `5s`.
+pub const PHOTON_SQLITE_BUSY_TIMEOUT: &str = "PHOTON_SQLITE_BUSY_TIMEOUT";
+/// Most writes (appends, checkpoints) committed in one transaction, a count. Default 4096.
 pub const PHOTON_SQLITE_MAX_BATCH: &str = "PHOTON_SQLITE_MAX_BATCH";
-/// Longest time, in microseconds, the writer waits for more appends to commit them
-/// together while concurrent publishers are active (a lone publisher never waits).
-/// Default 500.
-pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT_US: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US";
-/// Records read per replay page of a subscription. Default 512.
+/// Longest time the writer waits for more appends to commit them together while
+/// concurrent publishers are active (a lone publisher never waits), a duration. Default
+/// `500us`.
+pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT";
+/// Records read per replay page of a subscription, a count. Default 512.
 pub const PHOTON_SQLITE_PAGE_SIZE: &str = "PHOTON_SQLITE_PAGE_SIZE";
 /// `full` or `normal`: SQLite's `synchronous` setting in WAL mode. Default `full` (see
 /// [`Synchronous`] for what `normal` risks).
 pub const PHOTON_SQLITE_SYNCHRONOUS: &str = "PHOTON_SQLITE_SYNCHRONOUS";
-/// Idle read connections kept open for queries and replay pages. Default 4.
+/// Idle read connections kept open for queries and replay pages, a count. Default 4.
 pub const PHOTON_SQLITE_READERS: &str = "PHOTON_SQLITE_READERS";
-/// Largest accepted body (encoded actor and payload), in bytes. Default 1 MiB.
+/// Largest accepted body (encoded actor and payload), a size. Default `1MiB`.
 pub const PHOTON_SQLITE_MAX_PAYLOAD_BYTES: &str = "PHOTON_SQLITE_MAX_PAYLOAD_BYTES";
-/// Events older than this many seconds are deleted by the retention sweep. Unset: kept.
-pub const PHOTON_SQLITE_RETENTION_MAX_AGE_SECS: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS";
+/// Events older than this duration are deleted by the retention sweep. Unset: kept.
+pub const PHOTON_SQLITE_RETENTION_MAX_AGE: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE";
 /// At most this many newest events are kept per topic by the retention sweep. Unset: all.
 pub const PHOTON_SQLITE_RETENTION_MAX_EVENTS: &str = "PHOTON_SQLITE_RETENTION_MAX_EVENTS";
-/// `true` to apply the retention sweep to dead-letter topics (`*.dlq`) too. Default
-/// `false`: dead letters are kept until deleted explicitly (`truncate_before`).
+/// A flag: `true` to apply the retention sweep to dead-letter topics (`*.dlq`) too.
+/// Default `false`: dead letters are kept until deleted explicitly (`truncate_before`).
 pub const PHOTON_SQLITE_RETENTION_DEAD_LETTERS: &str = "PHOTON_SQLITE_RETENTION_DEAD_LETTERS";
-/// Time between retention sweeps, in milliseconds. Default 60000.
+/// Time between retention sweeps, a duration. Default `60s`.
+pub const PHOTON_SQLITE_RETENTION_INTERVAL: &str = "PHOTON_SQLITE_RETENTION_INTERVAL";
+
+/// Deprecated name of [`PHOTON_SQLITE_POLL_INTERVAL`], still read: whole milliseconds.
+#[deprecated(note = "use PHOTON_SQLITE_POLL_INTERVAL (a duration such as 100ms)")]
+pub const PHOTON_SQLITE_POLL_INTERVAL_MS: &str = "PHOTON_SQLITE_POLL_INTERVAL_MS";
+/// Deprecated name of [`PHOTON_SQLITE_BUSY_TIMEOUT`], still read: whole milliseconds.
+#[deprecated(note = "use PHOTON_SQLITE_BUSY_TIMEOUT (a duration such as 5s)")]
+pub const PHOTON_SQLITE_BUSY_TIMEOUT_MS: &str = "PHOTON_SQLITE_BUSY_TIMEOUT_MS";
+/// Deprecated name of [`PHOTON_SQLITE_GROUP_COMMIT_WAIT`], still read: whole microseconds.
+#[deprecated(note = "use PHOTON_SQLITE_GROUP_COMMIT_WAIT (a duration such as 500us)")]
+pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT_US: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US";
+/// Deprecated name of [`PHOTON_SQLITE_RETENTION_MAX_AGE`], still read: whole seconds.
+#[deprecated(note = "use PHOTON_SQLITE_RETENTION_MAX_AGE (a duration such as 7d)")]
+pub const PHOTON_SQLITE_RETENTION_MAX_AGE_SECS: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS";
+/// Deprecated name of [`PHOTON_SQLITE_RETENTION_INTERVAL`], still read: whole milliseconds.
+#[deprecated(note = "use PHOTON_SQLITE_RETENTION_INTERVAL (a duration such as 60s)")]
 pub const PHOTON_SQLITE_RETENTION_INTERVAL_MS: &str = "PHOTON_SQLITE_RETENTION_INTERVAL_MS";
 
 /// SQLite's `synchronous` setting, always in WAL mode.
@@ -48,7 +66,8 @@ pub const PHOTON_SQLITE_RETENTION_INTERVAL_MS: &str = "PHOTON_SQLITE_RETENTION_I
 /// lost" hold on this port. Choose [`Synchronous::Normal`] only where losing the last
 /// acknowledged publishes and checkpoint commits on a power loss or OS crash is acceptable
 /// (measured figures of both: `photon-bench --adapter sqlite`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Synchronous {
     /// The WAL is synced at every commit (one `fsync` per group-committed batch) before
@@ -73,19 +92,32 @@ impl Synchronous {
 }
 
 /// Configuration of a [`SqliteStoragePort`]. Build it with [`SqliteStoragePortBuilder`] or
-/// [`SqliteConfig::from_env`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// [`SqliteConfig::from_env`], or deserialize it (missing fields take their defaults;
+/// durations and sizes in the dialect of `photon_core::config`); opening the port checks
+/// it.
+///
+/// ```
+/// let config: photon_backend_sqlite::SqliteConfig = serde_json::from_str(
+///     r#"{"path": "/var/lib/app/events.db", "poll_interval": "20ms", "retention_max_age": "7d"}"#,
+/// ).unwrap();
+/// assert_eq!(config.poll_interval, std::time::Duration::from_millis(20));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SqliteConfig {
     /// Database file.
     pub path: PathBuf,
     /// Poll interval for appends of other processes.
+    #[serde(deserialize_with = "de::duration")]
     pub poll_interval: Duration,
     /// Wait for another process's lock.
+    #[serde(deserialize_with = "de::duration")]
     pub busy_timeout: Duration,
     /// Most writes per transaction.
     pub max_batch: usize,
     /// Longest wait for more appends of a group commit.
+    #[serde(deserialize_with = "de::duration")]
     pub group_commit_wait: Duration,
     /// Records per replay page.
     pub page_size: usize,
@@ -94,22 +126,47 @@ pub struct SqliteConfig {
     /// Idle read connections kept.
     pub readers: usize,
     /// Largest accepted body in bytes.
+    #[serde(deserialize_with = "de::size")]
     pub max_payload_bytes: usize,
     /// Age limit of the retention sweep.
+    #[serde(deserialize_with = "de::optional_duration")]
     pub retention_max_age: Option<Duration>,
     /// Per-topic count limit of the retention sweep.
     pub retention_max_events: Option<u64>,
     /// Whether the sweep applies to dead-letter topics (`*.dlq`) too.
+    #[serde(deserialize_with = "de::flag")]
     pub retention_dead_letters: bool,
     /// Time between retention sweeps.
+    #[serde(deserialize_with = "de::duration")]
     pub retention_interval: Duration,
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from("photon.db"),
+            poll_interval: Duration::from_millis(100),
+            busy_timeout: Duration::from_secs(5),
+            max_batch: 4096,
+            group_commit_wait: Duration::from_micros(500),
+            page_size: 512,
+            synchronous: Synchronous::Full,
+            readers: 4,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            retention_max_age: None,
+            retention_max_events: None,
+            retention_dead_letters: false,
+            retention_interval: Duration::from_secs(60),
+        }
+    }
 }
 
 impl SqliteConfig {
     /// Configuration from the `PHOTON_SQLITE_*` environment variables and defaults.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the variable of a value that cannot be parsed.
+    /// [`photon_core::PhotonError::Config`] naming the variable of a value that cannot be
+    /// parsed.
     pub fn from_env() -> Result<Self> {
         SqliteStoragePortBuilder::new().config()
     }
@@ -118,26 +175,55 @@ impl SqliteConfig {
     pub fn has_retention(&self) -> bool {
         self.retention_max_age.is_some() || self.retention_max_events.is_some()
     }
+
+    /// Refuses values that parse but cannot work (zero sizes and intervals).
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Config`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        crate::env::validate(self)
+    }
 }
 
 /// Builds a [`SqliteStoragePort`]; every unset field falls back to its environment
 /// variable, then to its default.
+///
+/// | setting | variable | default |
+/// |---|---|---|
+/// | [`path`](Self::path) | `PHOTON_SQLITE_PATH` | `photon.db` |
+/// | [`poll_interval`](Self::poll_interval) | `PHOTON_SQLITE_POLL_INTERVAL` | `100ms` |
+/// | [`busy_timeout`](Self::busy_timeout) | `PHOTON_SQLITE_BUSY_TIMEOUT` | `5s` |
+/// | [`max_batch`](Self::max_batch) | `PHOTON_SQLITE_MAX_BATCH` | 4096 |
+/// | [`group_commit_wait`](Self::group_commit_wait) | `PHOTON_SQLITE_GROUP_COMMIT_WAIT` | `500us` |
+/// | [`page_size`](Self::page_size) | `PHOTON_SQLITE_PAGE_SIZE` | 512 |
+/// | [`synchronous`](Self::synchronous) | `PHOTON_SQLITE_SYNCHRONOUS` | `full` |
+/// | [`readers`](Self::readers) | `PHOTON_SQLITE_READERS` | 4 |
+/// | [`max_payload_bytes`](Self::max_payload_bytes) | `PHOTON_SQLITE_MAX_PAYLOAD_BYTES` | `1MiB` |
+/// | [`retention_max_age`](Self::retention_max_age) | `PHOTON_SQLITE_RETENTION_MAX_AGE` | unset (kept) |
+/// | [`retention_max_events`](Self::retention_max_events) | `PHOTON_SQLITE_RETENTION_MAX_EVENTS` | unset (all) |
+/// | [`retention_dead_letters`](Self::retention_dead_letters) | `PHOTON_SQLITE_RETENTION_DEAD_LETTERS` | `false` |
+/// | [`retention_interval`](Self::retention_interval) | `PHOTON_SQLITE_RETENTION_INTERVAL` | `60s` |
+///
+/// Deprecated names still read, with their old units: `PHOTON_SQLITE_POLL_INTERVAL_MS`,
+/// `PHOTON_SQLITE_BUSY_TIMEOUT_MS`, `PHOTON_SQLITE_RETENTION_INTERVAL_MS` (milliseconds),
+/// `PHOTON_SQLITE_GROUP_COMMIT_WAIT_US` (microseconds) and
+/// `PHOTON_SQLITE_RETENTION_MAX_AGE_SECS` (seconds).
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct SqliteStoragePortBuilder {
-    path: Option<PathBuf>,
-    poll_interval: Option<Duration>,
-    busy_timeout: Option<Duration>,
-    max_batch: Option<usize>,
-    group_commit_wait: Option<Duration>,
-    page_size: Option<usize>,
-    synchronous: Option<Synchronous>,
-    readers: Option<usize>,
-    max_payload_bytes: Option<usize>,
-    retention_max_age: Option<Duration>,
-    retention_max_events: Option<u64>,
-    retention_dead_letters: Option<bool>,
-    retention_interval: Option<Duration>,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) poll_interval: Option<Duration>,
+    pub(crate) busy_timeout: Option<Duration>,
+    pub(crate) max_batch: Option<usize>,
+    pub(crate) group_commit_wait: Option<Duration>,
+    pub(crate) page_size: Option<usize>,
+    pub(crate) synchronous: Option<Synchronous>,
+    pub(crate) readers: Option<usize>,
+    pub(crate) max_payload_bytes: Option<usize>,
+    pub(crate) retention_max_age: Option<Duration>,
+    pub(crate) retention_max_events: Option<u64>,
+    pub(crate) retention_dead_letters: Option<bool>,
+    pub(crate) retention_interval: Option<Duration>,
 }
 
 impl SqliteStoragePortBuilder {
@@ -292,16 +378,16 @@ impl SqliteStoragePortBuilder {
     /// The resolved configuration: builder values, then environment, then defaults.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the variable or field of a refused value.
+    /// [`photon_core::PhotonError::Config`] naming the variable or field of a refused value.
     pub fn config(self) -> Result<SqliteConfig> {
-        self.resolve(|name| std::env::var(name).ok())
+        self.resolve(&photon_core::config::Env::process())
     }
 
     /// Opens the port (creating the file and schema when missing) on a blocking thread.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] for a refused value, [`PhotonError::Storage`] or
-    /// [`PhotonError::Unavailable`] when the database cannot be opened.
+    /// [`photon_core::PhotonError::Config`] for a refused value, [`photon_core::PhotonError::Storage`] or
+    /// [`photon_core::PhotonError::Unavailable`] when the database cannot be opened.
     pub async fn build(self) -> Result<SqliteStoragePort> {
         SqliteStoragePort::open(self.config()?).await
     }
@@ -312,146 +398,5 @@ impl SqliteStoragePortBuilder {
     /// As [`SqliteStoragePortBuilder::build`].
     pub fn build_blocking(self) -> Result<SqliteStoragePort> {
         SqliteStoragePort::open_blocking(self.config()?)
-    }
-
-    pub(crate) fn resolve(self, env: impl Fn(&str) -> Option<String>) -> Result<SqliteConfig> {
-        let config = SqliteConfig {
-            path: self
-                .path
-                .or_else(|| env(PHOTON_SQLITE_PATH).map(PathBuf::from))
-                .unwrap_or_else(|| PathBuf::from("photon.db")),
-            poll_interval: millis(
-                self.poll_interval,
-                &env,
-                PHOTON_SQLITE_POLL_INTERVAL_MS,
-                100,
-            )?,
-            busy_timeout: millis(self.busy_timeout, &env, PHOTON_SQLITE_BUSY_TIMEOUT_MS, 5000)?,
-            max_batch: number(self.max_batch, &env, PHOTON_SQLITE_MAX_BATCH, 4096)?,
-            group_commit_wait: match (
-                self.group_commit_wait,
-                env(PHOTON_SQLITE_GROUP_COMMIT_WAIT_US),
-            ) {
-                (Some(wait), _) => wait,
-                (None, Some(text)) => Duration::from_micros(parse(
-                    PHOTON_SQLITE_GROUP_COMMIT_WAIT_US,
-                    &text,
-                    "an integer of microseconds",
-                )?),
-                (None, None) => Duration::from_micros(500),
-            },
-            page_size: number(self.page_size, &env, PHOTON_SQLITE_PAGE_SIZE, 512)?,
-            synchronous: match self.synchronous {
-                Some(value) => value,
-                None => synchronous(&env)?,
-            },
-            readers: number(self.readers, &env, PHOTON_SQLITE_READERS, 4)?,
-            max_payload_bytes: number(
-                self.max_payload_bytes,
-                &env,
-                PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
-                DEFAULT_MAX_PAYLOAD_BYTES,
-            )?,
-            retention_max_age: match self.retention_max_age {
-                Some(age) => Some(age),
-                None => {
-                    optional(&env, PHOTON_SQLITE_RETENTION_MAX_AGE_SECS)?.map(Duration::from_secs)
-                }
-            },
-            retention_max_events: match self.retention_max_events {
-                Some(count) => Some(count),
-                None => optional(&env, PHOTON_SQLITE_RETENTION_MAX_EVENTS)?,
-            },
-            retention_dead_letters: match self.retention_dead_letters {
-                Some(apply) => apply,
-                None => flag(&env, PHOTON_SQLITE_RETENTION_DEAD_LETTERS)?,
-            },
-            retention_interval: millis(
-                self.retention_interval,
-                &env,
-                PHOTON_SQLITE_RETENTION_INTERVAL_MS,
-                60_000,
-            )?,
-        };
-        validate(&config)?;
-        Ok(config)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn with_env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
-    #[test]
-    fn defaults_apply_without_env() {
-        let config = SqliteStoragePortBuilder::new()
-            .resolve(with_env(&[]))
-            .unwrap();
-        assert_eq!(config.path, PathBuf::from("photon.db"));
-        assert_eq!(config.poll_interval, Duration::from_millis(100));
-        assert_eq!(config.busy_timeout, Duration::from_millis(5000));
-        assert_eq!(config.max_batch, 4096);
-        assert_eq!(config.group_commit_wait, Duration::from_micros(500));
-        assert_eq!(config.page_size, 512);
-        assert_eq!(config.synchronous, Synchronous::Full);
-        assert_eq!(config.readers, 4);
-        assert_eq!(config.max_payload_bytes, DEFAULT_MAX_PAYLOAD_BYTES);
-        assert_eq!(config.retention_max_age, None);
-        assert_eq!(config.retention_max_events, None);
-        assert!(!config.retention_dead_letters);
-        assert!(!config.has_retention());
-    }
-
-    #[test]
-    fn builder_beats_env_beats_default() {
-        let env = with_env(&[
-            (PHOTON_SQLITE_PATH, "/env.db"),
-            (PHOTON_SQLITE_POLL_INTERVAL_MS, "25"),
-            (PHOTON_SQLITE_SYNCHRONOUS, "Normal"),
-            (PHOTON_SQLITE_RETENTION_MAX_EVENTS, "10"),
-        ]);
-        let config = SqliteStoragePortBuilder::new()
-            .path("/builder.db")
-            .resolve(env)
-            .unwrap();
-        assert_eq!(config.path, PathBuf::from("/builder.db"));
-        assert_eq!(config.poll_interval, Duration::from_millis(25));
-        assert_eq!(config.synchronous, Synchronous::Normal);
-        assert_eq!(config.retention_max_events, Some(10));
-    }
-
-    #[test]
-    fn bad_values_name_the_variable() {
-        let err = SqliteStoragePortBuilder::new()
-            .resolve(with_env(&[(PHOTON_SQLITE_MAX_BATCH, "many")]))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid configuration PHOTON_SQLITE_MAX_BATCH=\"many\": expected a positive integer"
-        );
-        let err = SqliteStoragePortBuilder::new()
-            .resolve(with_env(&[(PHOTON_SQLITE_SYNCHRONOUS, "off")]))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid configuration PHOTON_SQLITE_SYNCHRONOUS=\"off\": expected full or normal"
-        );
-        let err = SqliteStoragePortBuilder::new()
-            .page_size(0)
-            .resolve(with_env(&[]))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid configuration page_size=\"0\": expected a value greater than zero"
-        );
     }
 }

@@ -37,8 +37,9 @@
 //!   `group_partitions` tables (the protocol of `photon_core::group`); expiries on the
 //!   host's clock.
 //!
-//! Configuration: [`SqliteStoragePortBuilder`], falling back to the `PHOTON_SQLITE_*`
-//! variables, then to defaults.
+//! Configuration: [`SqliteStoragePortBuilder`] (its docs list every setting, variable and
+//! default), falling back to the `PHOTON_SQLITE_*` variables in Photon's one dialect
+//! (`photon_core::config`), then to defaults; or a deserialized [`SqliteConfig`].
 
 mod catalog;
 mod checkpoint;
@@ -60,11 +61,16 @@ mod topic;
 mod writer;
 
 pub use config::{
-    SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT_MS,
-    PHOTON_SQLITE_GROUP_COMMIT_WAIT_US, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
-    PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL_MS,
-    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS,
-    PHOTON_SQLITE_RETENTION_INTERVAL_MS, PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
-    PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
+    SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT,
+    PHOTON_SQLITE_GROUP_COMMIT_WAIT, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
+    PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL,
+    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS, PHOTON_SQLITE_RETENTION_INTERVAL,
+    PHOTON_SQLITE_RETENTION_MAX_AGE, PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
+};
+#[allow(deprecated)]
+pub use config::{
+    PHOTON_SQLITE_BUSY_TIMEOUT_MS, PHOTON_SQLITE_GROUP_COMMIT_WAIT_US,
+    PHOTON_SQLITE_POLL_INTERVAL_MS, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
+    PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
 };
 pub use port::SqliteStoragePort;

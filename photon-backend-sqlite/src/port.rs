@@ -83,10 +83,19 @@ impl SqliteStoragePort {
         SqliteStoragePortBuilder::new()
     }
 
-    /// Opens a port with a resolved configuration; the file and schema are created when
-    /// missing. The blocking work runs on tokio's blocking pool.
+    /// Opens the port configured by the `PHOTON_SQLITE_*` variables and defaults.
     ///
     /// # Errors
+    /// As [`SqliteStoragePortBuilder::build`].
+    pub async fn from_env() -> Result<Self> {
+        Self::builder().build().await
+    }
+
+    /// Opens a port with a resolved (or deserialized) configuration; the file and schema
+    /// are created when missing. The blocking work runs on tokio's blocking pool.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] for a value that cannot work (see [`SqliteConfig::validate`]),
     /// [`PhotonError::Storage`] (or [`PhotonError::Unavailable`] when another process holds
     /// the lock past the busy timeout) when the database cannot be opened.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
@@ -100,6 +109,7 @@ impl SqliteStoragePort {
     /// # Errors
     /// As [`SqliteStoragePort::open`].
     pub fn open_blocking(config: SqliteConfig) -> Result<Self> {
+        config.validate()?;
         let connection = open_writer(&config)?;
         let (commands, inbox) = std::sync::mpsc::channel();
         let heads = Arc::new(TopicHeads::default());

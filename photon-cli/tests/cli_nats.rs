@@ -15,8 +15,10 @@ fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
         .args(args)
         .env("PHOTON_BACKEND", "nats")
         .env("PHOTON_NATS_URL", "nats://127.0.0.1:4222")
-        .env("PHOTON_NATS_STREAM_PREFIX", prefix)
+        .env("PHOTON_NATS_PREFIX", prefix)
+        .env_remove("PHOTON_NATS_SHARDS")
         .env_remove("PHOTON_NATS_STREAM_SHARDS")
+        .env_remove("PHOTON_NATS_STREAM_PREFIX")
         .env_remove("PHOTON_OUTPUT")
         .env_remove("PHOTON_TRANSPORT_KEYS")
         .env_remove("PHOTON_TRANSPORT_KEY");
@@ -85,7 +87,7 @@ fn topics_and_lag_on_nats() {
     runtime.block_on(async {
         let port = photon::nats::NatsStoragePortBuilder::new()
             .url("nats://127.0.0.1:4222")
-            .stream_prefix(&prefix)
+            .prefix(&prefix)
             .build()
             .await
             .unwrap();

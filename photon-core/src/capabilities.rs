@@ -1,4 +1,6 @@
-//! What a storage port can do, read by the runtime and the conformance suite.
+//! What a storage port can do, read by the runtime and the conformance suite. The suite
+//! runs each scenario that needs a capability only where it is claimed; where it is not,
+//! it checks that the port refuses the capability's calls with `PhotonError::Unsupported`.
 
 /// How far back a port can replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,7 +23,9 @@ pub struct StorageCapabilities {
     pub list: bool,
     /// `truncate_before` works.
     pub truncate: bool,
-    /// `subscribe_group` works (competing consumers).
+    /// `subscribe_group` works (competing consumers), and `group_coordination` returns the
+    /// port's group primitive (the conformance suite runs its lease and fencing scenarios
+    /// through it).
     pub consumer_groups: bool,
     /// `head_seq` works (used for lag).
     pub head_seq: bool,

@@ -12,6 +12,7 @@
 
 pub mod capabilities;
 pub mod checkpoint;
+pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod event;

@@ -330,6 +330,9 @@ pub trait StoragePort: Send + Sync + 'static {
 
     /// The group primitive of this port, when its groups span processes: members in any
     /// process joined through it (with [`crate::group::join`]) share the work.
+    ///
+    /// - A port claiming capability `consumer_groups` returns it; one without the
+    ///   capability returns `None`.
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
         None
     }

@@ -34,8 +34,10 @@ pub struct Unopened {
     pub error: PhotonError,
 }
 
-/// Where a durable subscription starts when it has no checkpoint yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where a durable subscription starts when it has no checkpoint yet. In config files and
+/// variables: `beginning` or `tail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StartPolicy {
     /// Replay the whole retained history (the default: nothing published is missed).
     #[default]

@@ -8,7 +8,8 @@ use photon_core::{FlushPolicy, Result, StoragePort, TopicRegistry, TransportCryp
 use crate::executor::ExecutorConfig;
 use crate::photon::Photon;
 
-/// Builds a [`Photon`]. Every setting has a default: the in-process `mem` port, the keys of
+/// Builds a [`Photon`]. Every setting has a default: the in-process `mem` port (configured by
+/// `PHOTON_MEM_*`), the keys of
 /// `PHOTON_TRANSPORT_KEYS` / `PHOTON_TRANSPORT_KEY` (plaintext when unset), the topics
 /// declared with `#[topic]`, and the default checkpoint flush policy.
 ///
@@ -112,7 +113,7 @@ impl PhotonBuilder {
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a malformed key (naming the variable or key
-    /// id) or a bad `PHOTON_EXECUTOR_*` variable, and
+    /// id) or a bad `PHOTON_EXECUTOR_*` (or, without a port, `PHOTON_MEM_*`) variable, and
     /// [`photon_core::PhotonError::InvalidTopic`] for a bad `#[topic]` declaration.
     pub fn build(self) -> Result<Photon> {
         let mut crypto = match (self.crypto, self.keys.is_empty()) {
@@ -127,7 +128,10 @@ impl PhotonBuilder {
             Some(registry) => registry,
             None => TopicRegistry::from_inventory()?,
         };
-        let port = self.port.unwrap_or_else(|| Arc::new(MemStoragePort::new()));
+        let port: Arc<dyn StoragePort> = match self.port {
+            Some(port) => port,
+            None => Arc::new(MemStoragePort::from_env()?),
+        };
         let executor_config = match self.executor_config {
             Some(config) => {
                 config.validate()?;

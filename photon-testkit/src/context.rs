@@ -1,6 +1,6 @@
 //! What a scenario works with: a port factory and a fresh namespace.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -66,6 +66,9 @@ pub struct Context {
     /// The backend.
     pub factory: Arc<dyn PortFactory>,
     namespace: String,
+    /// A port opened (by the runner) and not used yet: the next [`Context::port`] returns it
+    /// instead of opening another.
+    unused: Mutex<Option<Arc<dyn StoragePort>>>,
 }
 
 /// Deadline for anything a scenario waits for.
@@ -78,7 +81,13 @@ impl Context {
         Self {
             factory,
             namespace: format!("ck{}", &unique[..10]),
+            unused: Mutex::new(None),
         }
+    }
+
+    /// Gives a port opened by this context and not used yet to the next [`Context::port`].
+    pub(crate) fn hand_back(&self, port: Arc<dyn StoragePort>) {
+        *self.unused.lock().unwrap_or_else(|p| p.into_inner()) = Some(port);
     }
 
     /// A topic name unique to this run.
@@ -96,6 +105,10 @@ impl Context {
     /// # Panics
     /// When the backend cannot be opened.
     pub async fn port(&self) -> Arc<dyn StoragePort> {
+        let unused = self.unused.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(port) = unused {
+            return port;
+        }
         match self.factory.open().await {
             Ok(port) => port,
             Err(err) => panic!("cannot open the port: {err}"),

@@ -15,18 +15,22 @@
 //! Every scenario works in a fresh namespace (unique topic and subscription names), asserts
 //! exact counts, order and content, and waits with deadlines, never "at least one".
 
+mod capability;
 mod context;
 pub mod crash;
 pub mod group_processes;
 pub mod group_restart;
 pub mod scenarios;
 
+pub use capability::Capability;
 pub use context::{
     assert_quiet, skip_or_fail, take_exact, Context, PortFactory, DEADLINE, REQUIRE_ENV,
 };
-pub use scenarios::{run_all, run_scenario, SCENARIOS};
+pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 
-/// Expands to one `#[tokio::test]` per conformance scenario.
+/// Expands to one `#[tokio::test]` per conformance scenario (the list in
+/// `scenarios/mod.rs`), each run by [`run_scenario`]: a scenario whose capabilities the port
+/// lacks checks that the port refuses them with `PhotonError::Unsupported`.
 ///
 /// `$factory` is an expression evaluating to a future of `Option<F>` where
 /// `F: PortFactory`; `None` means the backend is absent and the test is skipped (or fails
@@ -34,21 +38,9 @@ pub use scenarios::{run_all, run_scenario, SCENARIOS};
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:expr) => {
-        $crate::conformance_tests!(@each $factory;
-            round_trip, live_delivery, concurrent_publishers, many_topics, topic_isolation,
-            key_filter, per_key_order, late_subscriber, payload_shapes, limits_refused,
-            after_seq_exact, checkpoint_monotonic, checkpoint_isolation, durable_resume,
-            durable_resume_on_drop, resume_without_checkpoint, sharded_resume_loses_nothing, get_event, listing, catalog, truncate,
-            sealed_at_rest, wrong_key_continues, tampered_records_refused, key_rotation,
-            concurrent_close, subscriber_error_resume, publisher_drop, seq_strictly_increasing,
-            groups_share_work, group_member_leaves, group_resumes_after_restart,
-            group_leave_hands_over_quickly, group_lost_lease_is_fenced, group_read_ahead_bounded,
-            group_member_takes_over_partitions,
-            undecodable_record,
-            gap_after_truncate
-        );
+        $crate::__photon_scenarios!(conformance_tests { @each $factory; });
     };
-    (@each $factory:expr; $($name:ident),* $(,)?) => {
+    (@each $factory:expr; $($module:ident :: $name:ident [$($capability:ident),*]),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {

@@ -42,7 +42,7 @@ impl FluvioFactory {
         FluvioStoragePortBuilder::new()
             .endpoint(self.endpoint.clone())
             .prefix(self.prefix.clone())
-            .topic_shards(self.shards)
+            .shards(self.shards)
     }
 
     /// A new port (a new connection).

@@ -58,8 +58,8 @@ impl NatsFactory {
     pub fn builder(&self) -> NatsStoragePortBuilder {
         NatsStoragePortBuilder::new()
             .url(self.url.clone())
-            .stream_prefix(self.prefix.clone())
-            .stream_shards(self.shards)
+            .prefix(self.prefix.clone())
+            .shards(self.shards)
     }
 
     pub async fn port(&self) -> Result<NatsStoragePort> {

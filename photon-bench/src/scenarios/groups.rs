@@ -82,7 +82,7 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measuremen
                 async move {
                     photon_backend_nats::NatsStoragePortBuilder::new()
                         .url(url)
-                        .stream_prefix(prefix)
+                        .prefix(prefix)
                         .build()
                         .await
                 }

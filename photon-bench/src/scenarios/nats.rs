@@ -28,7 +28,7 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let port = NatsStoragePortBuilder::new()
         .url(url)
-        .stream_prefix(format!("bench-{run}"))
+        .prefix(format!("bench-{run}"))
         .build()
         .await?;
     let photon = PhotonSide::new(Arc::new(port.clone()), "bench");

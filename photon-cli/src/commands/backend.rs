@@ -39,17 +39,13 @@ impl Backend {
     /// A `Config` error naming a bad variable, or the port's connection error.
     pub async fn open(self) -> Result<Arc<dyn StoragePort>, PhotonError> {
         Ok(match self {
-            Self::Mem => Arc::new(photon::mem::MemStoragePort::new()),
+            Self::Mem => Arc::new(photon::mem::MemStoragePort::from_env()?),
             #[cfg(feature = "sqlite")]
-            Self::Sqlite => Arc::new(photon::sqlite::SqliteStoragePort::builder().build().await?),
+            Self::Sqlite => Arc::new(photon::sqlite::SqliteStoragePort::from_env().await?),
             #[cfg(feature = "nats")]
-            Self::Nats => Arc::new(photon::nats::NatsStoragePortBuilder::new().build().await?),
+            Self::Nats => Arc::new(photon::nats::NatsStoragePort::from_env().await?),
             #[cfg(feature = "fluvio")]
-            Self::Fluvio => Arc::new(
-                photon::fluvio::FluvioStoragePortBuilder::new()
-                    .build()
-                    .await?,
-            ),
+            Self::Fluvio => Arc::new(photon::fluvio::FluvioStoragePort::from_env().await?),
         })
     }
 

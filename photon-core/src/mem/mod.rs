@@ -5,6 +5,7 @@
 
 mod catalog;
 mod checkpoint;
+mod config;
 mod consumer;
 mod group;
 mod port;
@@ -12,4 +13,5 @@ mod publish;
 mod retention;
 mod topic;
 
+pub use config::{MemConfig, MemStoragePortBuilder, PHOTON_MEM_MAX_PAYLOAD_BYTES};
 pub use port::MemStoragePort;

@@ -60,6 +60,32 @@ impl MemStoragePort {
         Self::with_max_payload_bytes(DEFAULT_MAX_PAYLOAD_BYTES)
     }
 
+    /// A builder; unset fields come from the `PHOTON_MEM_*` variables, then defaults.
+    ///
+    /// ```
+    /// let port = photon_core::mem::MemStoragePort::builder().build().unwrap();
+    /// ```
+    pub fn builder() -> super::MemStoragePortBuilder {
+        super::MemStoragePortBuilder::new()
+    }
+
+    /// An empty store configured by the `PHOTON_MEM_*` variables and defaults.
+    ///
+    /// # Errors
+    /// [`crate::PhotonError::Config`] naming the variable of a refused value.
+    pub fn from_env() -> Result<Self> {
+        Self::builder().build()
+    }
+
+    /// An empty store with a resolved (or deserialized) configuration.
+    ///
+    /// # Errors
+    /// [`crate::PhotonError::Config`] naming the field of a value that cannot work.
+    pub fn with_config(config: super::MemConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::with_max_payload_bytes(config.max_payload_bytes))
+    }
+
     /// An empty store with another body limit.
     pub fn with_max_payload_bytes(max_payload_bytes: usize) -> Self {
         Self {

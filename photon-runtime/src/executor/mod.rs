@@ -79,9 +79,11 @@ pub use admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
 pub use builder::ExecutorBuilder;
 pub use config::{
     ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,
-    INITIAL_BACKOFF_MS_ENV, MAX_ATTEMPTS_ENV, MAX_BACKOFF_MS_ENV, MAX_IN_FLIGHT_ENV,
-    PARALLELISM_ENV, SHUTDOWN_TIMEOUT_MS_ENV,
+    INITIAL_BACKOFF_ENV, JITTER_ENV, MAX_ATTEMPTS_ENV, MAX_BACKOFF_ENV, MAX_IN_FLIGHT_ENV,
+    PARALLELISM_ENV, SHUTDOWN_TIMEOUT_ENV, START_POLICY_ENV,
 };
+#[allow(deprecated)]
+pub use config::{INITIAL_BACKOFF_MS_ENV, MAX_BACKOFF_MS_ENV, SHUTDOWN_TIMEOUT_MS_ENV};
 pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,

@@ -1,7 +1,7 @@
-//! Consumer groups (where the capability says so). Members join through separate port
-//! instances (separate connections, as separate processes would have); the scenarios about
-//! leases and fencing need the port's group primitive (`group_coordination`) and are
-//! skipped on ports without it.
+//! Consumer groups (registered with the `consumer_groups` capability). Members join through
+//! separate port instances (separate connections, as separate processes would have); the
+//! scenarios about leases and fencing use the port's group primitive (`group_coordination`),
+//! which every port claiming `consumer_groups` provides.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::group::{partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, StartAt};
+use photon_core::{DeliveryStream, GroupCoordination, GroupRequest, PhotonError, StartAt};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -17,6 +17,16 @@ use crate::context::{assert_quiet, take_exact, Context, DEADLINE};
 
 /// What members of one group handled, in handling order: `(member, key, i)`.
 type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
+
+/// The port's group primitive, which a port claiming `consumer_groups` must provide.
+fn coordination(port: &Arc<dyn photon_core::StoragePort>) -> Arc<dyn GroupCoordination> {
+    port.group_coordination().unwrap_or_else(|| {
+        panic!(
+            "{} claims consumer_groups, so it must provide group_coordination (the group protocol of photon_core::group)",
+            port.label()
+        )
+    })
+}
 
 fn join(
     ctx: &Context,
@@ -101,10 +111,6 @@ fn assert_per_key_order(log: &[(usize, String, i64)]) {
 /// member, and each key's events are handled in publish order.
 pub async fn groups_share_work(ctx: Context) {
     let store = ctx.store().await;
-    let port = store.port().clone();
-    if !port.capabilities().consumer_groups {
-        return;
-    }
     let topic = ctx.topic("groups");
     let (blue, red): (Log, Log) = Default::default();
     let mut members = Vec::new();
@@ -158,9 +164,6 @@ pub async fn groups_share_work(ctx: Context) {
 pub async fn group_member_leaves(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    if !port.capabilities().consumer_groups {
-        return;
-    }
     let topic = ctx.topic("handover");
     let log: Log = Default::default();
     let leaver_port = ctx.port().await;
@@ -191,9 +194,6 @@ pub async fn group_member_leaves(ctx: Context) {
 pub async fn group_resumes_after_restart(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    if !port.capabilities().consumer_groups {
-        return;
-    }
     let topic = ctx.topic("group-resume");
     publish_keyed(&store, &topic, 100, 10).await;
     let first: Log = Default::default();
@@ -254,9 +254,6 @@ pub async fn group_resumes_after_restart(ctx: Context) {
 pub async fn group_leave_hands_over_quickly(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    if !port.capabilities().consumer_groups {
-        return;
-    }
     let topic = ctx.topic("leave-fast");
     let log: Log = Default::default();
     let leaver_port = ctx.port().await;
@@ -316,12 +313,7 @@ pub async fn group_leave_hands_over_quickly(ctx: Context) {
 pub async fn group_lost_lease_is_fenced(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    let (Some(_), Some(other)) = (
-        port.group_coordination(),
-        ctx.port().await.group_coordination(),
-    ) else {
-        return;
-    };
+    let (own, other) = (coordination(&port), coordination(&ctx.port().await));
     let topic = ctx.topic("fenced");
     let group = ctx.subscription("fenced");
     let scope = GroupScope::new(&group, &topic);
@@ -337,7 +329,7 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         .heartbeat(Duration::from_millis(100));
     let mut member = photon_core::group::join(
         port.clone(),
-        port.group_coordination().unwrap(),
+        own,
         GroupRequest {
             group: group.clone(),
             member: "a".into(),
@@ -411,9 +403,7 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
 pub async fn group_read_ahead_bounded(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    let Some(coordination) = port.group_coordination() else {
-        return;
-    };
+    let coordination = coordination(&port);
     let topic = ctx.topic("read-ahead");
     let group = ctx.subscription("read-ahead");
     // One key: all events in one partition also where the store dictates the partition
@@ -503,9 +493,7 @@ fn run_paced_member(
 pub async fn group_member_takes_over_partitions(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    let Some(coordination) = port.group_coordination() else {
-        return;
-    };
+    let coordination = coordination(&port);
     let topic = ctx.topic("takeover");
     let handled: Handled = Arc::default();
     let stayer = run_paced_member(

@@ -1,4 +1,10 @@
-//! The scenarios of the conformance catalogue, one async function each.
+//! The scenarios of the conformance catalogue, one async function each, registered once in
+//! [`__photon_scenarios!`](crate::__photon_scenarios) with the capabilities they need.
+//!
+//! The runner reads the port's capabilities first. A scenario runs when the port claims
+//! every capability it needs; otherwise the runner asserts, for each missing one, that the
+//! port refuses its calls with `PhotonError::Unsupported` (see [`Capability`]), so a
+//! missing capability is checked, never passed silently.
 
 mod delivery;
 mod failures;
@@ -15,79 +21,129 @@ use std::sync::Arc;
 
 use photon_core::{Event, Result};
 
+use crate::capability::Capability;
 use crate::context::{Context, PortFactory};
 
-/// A scenario: takes a fresh context, panics on a broken expectation.
-pub type Scenario = fn(Context) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A scenario's body: takes a fresh context, panics on a broken expectation.
+pub type ScenarioFn = fn(Context) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
-macro_rules! catalogue {
-    ($($module:ident :: $name:ident),* $(,)?) => {
-        /// Every scenario by name, in catalogue order.
-        pub const SCENARIOS: &[(&str, Scenario)] = &[
-            $((stringify!($name), |ctx| Box::pin($module::$name(ctx)))),*
+/// A registered scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    /// Its name, also the name of its test.
+    pub name: &'static str,
+    /// What the port must claim for the scenario to run.
+    pub requires: &'static [Capability],
+    /// The scenario.
+    pub run: ScenarioFn,
+}
+
+/// The one list of scenarios, in catalogue order, each with the capabilities it needs.
+/// Expands `$callback!` from this crate with the list appended to `$prefix`; both
+/// [`SCENARIOS`] and [`conformance_tests!`](crate::conformance_tests) are made from it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __photon_scenarios {
+    ($callback:ident { $($prefix:tt)* }) => {
+        $crate::$callback! { $($prefix)*
+            delivery::round_trip [],
+            delivery::live_delivery [],
+            delivery::concurrent_publishers [],
+            delivery::many_topics [],
+            delivery::topic_isolation [],
+            delivery::key_filter [],
+            delivery::per_key_order [],
+            delivery::late_subscriber [],
+            delivery::seq_strictly_increasing [],
+            payloads::payload_shapes [],
+            payloads::limits_refused [],
+            replay::after_seq_exact [],
+            replay::checkpoint_monotonic [],
+            replay::checkpoint_isolation [],
+            replay::durable_resume [],
+            replay::durable_resume_on_drop [],
+            replay::resume_without_checkpoint [],
+            replay::sharded_resume_loses_nothing [],
+            replay::gap_after_truncate [Truncate, Replay],
+            queries::get_event [GetEvent],
+            queries::listing [List],
+            queries::catalog [Catalog],
+            queries::truncate [Truncate],
+            security::sealed_at_rest [],
+            security::wrong_key_continues [],
+            security::tampered_records_refused [],
+            security::key_rotation [],
+            lifecycle::concurrent_close [],
+            lifecycle::subscriber_error_resume [],
+            lifecycle::publisher_drop [],
+            groups::groups_share_work [ConsumerGroups],
+            groups::group_member_leaves [ConsumerGroups],
+            groups::group_resumes_after_restart [ConsumerGroups],
+            groups::group_leave_hands_over_quickly [ConsumerGroups],
+            groups::group_lost_lease_is_fenced [ConsumerGroups],
+            groups::group_read_ahead_bounded [ConsumerGroups],
+            groups::group_member_takes_over_partitions [ConsumerGroups],
+            failures::undecodable_record [],
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __photon_catalogue {
+    ($($module:ident :: $name:ident [$($capability:ident),*]),* $(,)?) => {
+        /// Every scenario, in catalogue order.
+        pub const SCENARIOS: &[Scenario] = &[
+            $(Scenario {
+                name: stringify!($name),
+                requires: &[$(Capability::$capability),*],
+                run: |ctx| Box::pin($module::$name(ctx)),
+            }),*
         ];
     };
 }
 
-catalogue!(
-    delivery::round_trip,
-    delivery::live_delivery,
-    delivery::concurrent_publishers,
-    delivery::many_topics,
-    delivery::topic_isolation,
-    delivery::key_filter,
-    delivery::per_key_order,
-    delivery::late_subscriber,
-    delivery::seq_strictly_increasing,
-    payloads::payload_shapes,
-    payloads::limits_refused,
-    replay::after_seq_exact,
-    replay::checkpoint_monotonic,
-    replay::checkpoint_isolation,
-    replay::durable_resume,
-    replay::durable_resume_on_drop,
-    replay::resume_without_checkpoint,
-    replay::sharded_resume_loses_nothing,
-    replay::gap_after_truncate,
-    queries::get_event,
-    queries::listing,
-    queries::catalog,
-    queries::truncate,
-    security::sealed_at_rest,
-    security::wrong_key_continues,
-    security::tampered_records_refused,
-    security::key_rotation,
-    lifecycle::concurrent_close,
-    lifecycle::subscriber_error_resume,
-    lifecycle::publisher_drop,
-    groups::groups_share_work,
-    groups::group_member_leaves,
-    groups::group_resumes_after_restart,
-    groups::group_leave_hands_over_quickly,
-    groups::group_lost_lease_is_fenced,
-    groups::group_read_ahead_bounded,
-    groups::group_member_takes_over_partitions,
-    failures::undecodable_record,
-);
+crate::__photon_scenarios!(__photon_catalogue {});
 
-/// Runs one scenario by name in a fresh namespace.
+/// Runs one scenario by name in a fresh namespace: the scenario itself when the port
+/// claims what it needs, else the refusal checks of the capabilities the port lacks.
 ///
 /// # Panics
-/// When the scenario fails or the name is unknown.
+/// When the scenario or a refusal check fails, or the name is unknown.
 pub async fn run_scenario(name: &str, factory: Arc<dyn PortFactory>) {
-    let Some((_, scenario)) = SCENARIOS.iter().find(|(n, _)| *n == name) else {
+    let Some(scenario) = SCENARIOS.iter().find(|s| s.name == name) else {
         panic!("unknown conformance scenario {name:?}");
     };
-    scenario(Context::new(factory)).await;
+    let ctx = Context::new(factory);
+    let port = ctx.port().await;
+    let missing: Vec<Capability> = scenario
+        .requires
+        .iter()
+        .copied()
+        .filter(|capability| !capability.claimed(port.as_ref()))
+        .collect();
+    if missing.is_empty() {
+        // The port opened to read the capabilities is the scenario's first port.
+        ctx.hand_back(port);
+        (scenario.run)(ctx).await;
+        return;
+    }
+    for capability in &missing {
+        capability.assert_refused(&ctx, &port).await;
+    }
+    println!(
+        "{name}: {} lacks {missing:?} and refuses it with Unsupported",
+        port.label()
+    );
 }
 
-/// Runs every scenario in order.
+/// Runs every scenario in order, each as [`run_scenario`] does.
 ///
 /// # Panics
 /// At the first failing scenario.
 pub async fn run_all(factory: Arc<dyn PortFactory>) {
-    for (_, scenario) in SCENARIOS {
-        scenario(Context::new(factory.clone())).await;
+    for scenario in SCENARIOS {
+        run_scenario(scenario.name, factory.clone()).await;
     }
 }
 

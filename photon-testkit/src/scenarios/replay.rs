@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::{
-    CheckpointCommitter, CheckpointKey, FlushPolicy, PhotonError, ReplayWindow, StartAt,
-    StartPolicy,
+    CheckpointCommitter, CheckpointKey, FlushPolicy, PhotonError, StartAt, StartPolicy,
 };
 use serde_json::json;
 
@@ -356,10 +355,6 @@ pub async fn sharded_resume_loses_nothing(ctx: Context) {
 pub async fn gap_after_truncate(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
-    let capabilities = port.capabilities();
-    if !capabilities.truncate || capabilities.replay == ReplayWindow::TailOnly {
-        return;
-    }
     let topic = ctx.topic("gap");
     let mut published = Vec::new();
     for i in 0..30 {
