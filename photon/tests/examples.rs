@@ -350,7 +350,7 @@ async fn the_nats_service_serves_and_stops_on_sigterm() {
     let prefix = format!("example{}", &unique[..12]);
     let cleanup = photon::nats::NatsStoragePort::builder()
         .url(url.clone())
-        .stream_prefix(prefix.clone());
+        .prefix(prefix.clone());
     let reachable = tokio::time::timeout(Duration::from_secs(10), cleanup.clone().build()).await;
     let port = match reachable {
         Ok(Ok(port)) => port,
@@ -363,7 +363,7 @@ async fn the_nats_service_serves_and_stops_on_sigterm() {
     };
     let env = [
         ("PHOTON_NATS_URL", url),
-        ("PHOTON_NATS_STREAM_PREFIX", prefix),
+        ("PHOTON_NATS_PREFIX", prefix),
     ];
     let mut service = Service::start("nats_service", &env);
     let seqs = service.post_orders();

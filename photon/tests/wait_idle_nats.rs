@@ -13,8 +13,8 @@ async fn sharded_port(prefix: &str) -> Option<NatsStoragePort> {
     let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let connecting = NatsStoragePort::builder()
         .url(url.clone())
-        .stream_prefix(prefix)
-        .stream_shards(4)
+        .prefix(prefix)
+        .shards(4)
         .build();
     match tokio::time::timeout(Duration::from_secs(10), connecting).await {
         Ok(Ok(port)) => Some(port),
