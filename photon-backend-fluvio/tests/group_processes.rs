@@ -45,11 +45,6 @@ fn harness(factory: &FluvioFactory, directory: &tempfile::TempDir) -> GroupProce
     }
 }
 
-// Known failure, kept visible: in a CI run the publisher process stalled (19,647 of 20,000
-// events stored after 90 s) while three members coordinated through the same SPU; it passes
-// on a quiet machine (worst takeover 1.9 s). Run it with `--ignored` until that stall is
-// understood.
-#[ignore = "the publisher process can stall on a loaded SPU; see the comment above"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_members_survive_kills() {
     let Some(factory) = FluvioFactory::from_env(1).await else {

@@ -35,6 +35,8 @@ use serde_json::json;
 const TOPIC: &str = "groups.orders";
 const GROUP: &str = "billing";
 const KEYS: usize = 64;
+/// Tasks of the publisher process, each publishing its own keys.
+const PUBLISHERS: usize = 8;
 const LEASE: Duration = Duration::from_secs(2);
 const HEARTBEAT: Duration = Duration::from_millis(200);
 
@@ -461,6 +463,9 @@ impl GroupProcesses {
 }
 
 /// Publishes `count` keyed events at about `per_second`, logging `seq key` once stored.
+/// [`PUBLISHERS`] tasks publish at once, each for its own keys one event at a time, so that
+/// a key's events are stored in the order of `i` while the rate does not hang on one
+/// round trip per event.
 async fn publish(
     port: BoxFuture<'static, Arc<dyn StoragePort>>,
     log: &str,
@@ -468,18 +473,29 @@ async fn publish(
     per_second: u64,
 ) {
     let store = EventStore::new(port.await, TransportCrypto::plaintext());
-    let mut log = Log::open(log);
+    let log = Arc::new(std::sync::Mutex::new(Log::open(log)));
     let started = Instant::now();
-    for i in 0..count {
-        let due = started + Duration::from_micros(i as u64 * 1_000_000 / per_second);
-        tokio::time::sleep_until(due.into()).await;
-        let key = format!("k{}", i % KEYS);
-        let appended = store
-            .publish(TOPIC, Some(&key), json!(null), json!({"i": i}))
-            .await
-            .unwrap();
-        log.line(&format!("{} {key}", appended.seq));
+    let tasks: Vec<_> = (0..PUBLISHERS)
+        .map(|task| {
+            let (store, log) = (store.clone(), log.clone());
+            tokio::spawn(async move {
+                for i in (0..count).filter(|i| (i % KEYS) % PUBLISHERS == task) {
+                    let due = started + Duration::from_micros(i as u64 * 1_000_000 / per_second);
+                    tokio::time::sleep_until(due.into()).await;
+                    let key = format!("k{}", i % KEYS);
+                    let appended = store
+                        .publish(TOPIC, Some(&key), json!(null), json!({"i": i}))
+                        .await
+                        .unwrap();
+                    log.lock().unwrap().line(&format!("{} {key}", appended.seq));
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
     }
+    let mut log = log.lock().unwrap();
     log.line("done");
     log.sync();
 }
