@@ -141,8 +141,10 @@ impl GroupCoordination for SqliteCoordination {
         ttl: Duration,
     ) -> Result<Vec<LiveMember>> {
         let (scope, member, owner) = (scope.clone(), member.to_owned(), owner.to_owned());
-        self.run("record a group heartbeat", move |connection, now| {
+        self.run("record a group heartbeat", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Read with the write lock held: the wait for it must not shorten a lease.
+            let now = now_ms();
             transaction
                 .prepare_cached(
                     "INSERT INTO group_members (grp, topic, owner, member, partitions, expires_at) \
@@ -213,8 +215,10 @@ impl GroupCoordination for SqliteCoordination {
         ttl: Duration,
     ) -> Result<Option<u64>> {
         let (scope, owner) = (scope.clone(), owner.to_owned());
-        self.run("acquire a group lease", move |connection, now| {
+        self.run("acquire a group lease", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Read with the write lock held: the wait for it must not shorten a lease.
+            let now = now_ms();
             transaction
                 .prepare_cached(
                     "INSERT OR IGNORE INTO group_partitions (grp, topic, partition) VALUES (?1, ?2, ?3)",
@@ -246,8 +250,12 @@ impl GroupCoordination for SqliteCoordination {
         ttl: Duration,
     ) -> Result<bool> {
         let (scope, owner) = (scope.clone(), owner.to_owned());
-        self.run("renew a group lease", move |connection, now| {
-            let changed = connection
+        self.run("renew a group lease", move |connection, _| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Read with the write lock held: the wait for it must not lengthen a lease.
+            let now = now_ms();
+            let changed = transaction
                 .prepare_cached(
                     "UPDATE group_partitions SET expires_at = ?6 \
                      WHERE grp = ?1 AND topic = ?2 AND partition = ?3 AND owner = ?4 \
@@ -262,6 +270,7 @@ impl GroupCoordination for SqliteCoordination {
                     now + ms(ttl),
                     now
                 ])?;
+            transaction.commit()?;
             Ok(changed == 1)
         })
         .await
@@ -321,9 +330,13 @@ impl GroupCoordination for SqliteCoordination {
         let changed = self
             .run(
                 "commit a group partition checkpoint",
-                move |connection, now| {
+                move |connection, _| {
                     let scope = scope_owned;
-                    connection
+                    let transaction =
+                        connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    // Read with the write lock held: a late commit is judged at its time.
+                    let now = now_ms();
+                    let changed = transaction
                         .prepare_cached(
                             "UPDATE group_partitions SET seq = max(coalesce(seq, ?6), ?6) \
                          WHERE grp = ?1 AND topic = ?2 AND partition = ?3 AND owner = ?4 \
@@ -337,7 +350,9 @@ impl GroupCoordination for SqliteCoordination {
                             stored_epoch(epoch),
                             seq,
                             now
-                        ])
+                        ])?;
+                    transaction.commit()?;
+                    Ok(changed)
                 },
             )
             .await?;

@@ -397,7 +397,12 @@ impl GroupProcesses {
                     && h.epoch > *epoch
                     && h.start > stopped
                     && h.start < resumed),
-                "partition {partition} (m0 at epoch {epoch}) was not taken over during the freeze; its handlings (run, epoch, ms from the freeze): {:?}",
+                "partition {partition} (m0 at epoch {epoch}) was not taken over during the freeze ({} of m1's handlings started during it, {} in all); the partition's handlings (run, epoch, ms from the freeze): {:?}",
+                handled
+                    .iter()
+                    .filter(|h| h.run.0 == "m1" && h.start > stopped && h.start < resumed)
+                    .count(),
+                handled.iter().filter(|h| h.run.0 == "m1").count(),
                 handled
                     .iter()
                     .filter(|h| h.partition == *partition)
