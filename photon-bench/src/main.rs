@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return redraw(from, to.as_deref());
     }
     let options = BenchOptions {
-        events: args.events,
+        events: args.events.max(1),
         publishers: args.publishers.max(1),
         latency_samples: args.latency_samples,
         payload_bytes: args.payload_bytes,

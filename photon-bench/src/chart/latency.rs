@@ -73,6 +73,17 @@ fn position(quantile: f64, cap: f64) -> f64 {
     }
 }
 
+/// `2500.0` -> `2500`, `12.5` -> `12.5`, `0.25` -> `0.250`.
+fn micros_label(us: f64) -> String {
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else if us >= 1.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.3}")
+    }
+}
+
 /// `0` -> `0%`, `1` -> `90%`, `3` -> `99.9%`.
 fn percentile_label(position: f64) -> String {
     let steps = position.round() as i32;
@@ -120,7 +131,7 @@ where
     chart
         .configure_mesh()
         .x_label_formatter(&|x| percentile_label(*x))
-        .y_label_formatter(&|us| format!("{us:.3}"))
+        .y_label_formatter(&|us| micros_label(*us))
         .x_desc("percentile")
         .y_desc("µs (log)")
         .label_style((FONT, 12))
@@ -161,5 +172,7 @@ mod tests {
         assert_eq!(position(0.999_999, 4.0), 4.0);
         let labels: Vec<String> = (0..5).map(|x| percentile_label(f64::from(x))).collect();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
+        let micros: Vec<String> = [2_500.0, 12.5, 0.25].map(micros_label).to_vec();
+        assert_eq!(micros, ["2500", "12.5", "0.250"]);
     }
 }

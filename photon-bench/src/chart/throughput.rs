@@ -64,7 +64,8 @@ where
         .flat_map(|row| [row.photon.spread().1, row.baseline.spread().1])
         .fold(0.0_f64, f64::max)
         .max(1.0)
-        * 1.2;
+        // Headroom above the tallest round for the ratios and the legend.
+        * 1.45;
     let centers: Vec<f64> = (0..rows.len()).map(|i| i as f64 + 0.5).collect();
     let mut chart = ChartBuilder::on(area)
         .caption(adapter, (FONT, 15))
