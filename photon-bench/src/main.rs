@@ -1,16 +1,20 @@
-//! `photon-bench`: runs adapter scenarios and writes a JSON report and an SVG chart.
+//! `photon-bench`: runs adapter scenarios and writes a JSON report and its SVG charts;
+//! `photon-bench chart` draws the charts of existing reports again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use photon_bench::scenarios::{self, ADAPTERS};
-use photon_bench::{BenchOptions, Report};
+use photon_bench::{chart, BenchOptions, Provenance, Report, RunOptions};
+use photon_runtime::ExecutorConfig;
 
 /// Measures Photon beside each adapter's raw client, in the same run.
 #[derive(Debug, Parser)]
 #[command(name = "photon-bench")]
 struct Args {
-    /// Adapters to run (default: every adapter whose server is reachable).
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Adapters to run (default: every adapter; one whose server is unreachable is skipped).
     #[arg(long = "adapter", value_delimiter = ',')]
     adapters: Vec<String>,
     /// Events per throughput measurement.
@@ -19,13 +23,15 @@ struct Args {
     /// Concurrent publishers.
     #[arg(long, default_value_t = BenchOptions::default().publishers)]
     publishers: usize,
-    /// Latency samples.
+    /// Round trips sampled per side, over all rounds together (p99.9 is reported from
+    /// 10,000 on, p99 from 1,000).
     #[arg(long, default_value_t = BenchOptions::default().latency_samples)]
     latency_samples: usize,
     /// Payload bytes.
     #[arg(long, default_value_t = BenchOptions::default().payload_bytes)]
     payload_bytes: usize,
-    /// Publish rounds on broker adapters (sides alternate first; medians are reported).
+    /// Rounds of every measurement (the sides take turns at going first; the report keeps
+    /// every round and their median).
     #[arg(long, default_value_t = BenchOptions::default().rounds)]
     rounds: usize,
     /// Measure publish throughput only.
@@ -38,9 +44,24 @@ struct Args {
     /// Events of the consumer group scenario's topic.
     #[arg(long, default_value_t = BenchOptions::default().group_events)]
     group_events: usize,
-    /// Where the JSON report goes.
-    #[arg(long, default_value = "photon-bench/report/report.json")]
-    out: PathBuf,
+    /// Where the JSON report goes; the charts go beside it (default:
+    /// `photon-bench/report/report.json`, or `groups.json` with `--groups`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Draws the charts of one or more reports (their rows together).
+    Chart {
+        /// A report written by a run; repeat to combine, for example the main run's and
+        /// the `--groups` run's.
+        #[arg(long = "from", required = true)]
+        from: Vec<PathBuf>,
+        /// Where the charts go (default: beside the first report).
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
 }
 
 // Both sides of every scenario run on the same allocator; mimalloc keeps glibc's
@@ -51,8 +72,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    if let Some(Command::Chart { from, to }) = &args.command {
+        return redraw(from, to.as_deref());
+    }
     let options = BenchOptions {
-        events: args.events,
+        events: args.events.max(1),
         publishers: args.publishers.max(1),
         latency_samples: args.latency_samples,
         payload_bytes: args.payload_bytes,
@@ -65,11 +89,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         args.adapters
     };
-    let mut report = Report::default();
+    let mut report = Report::new(Provenance::at_start(RunOptions {
+        scenario: if args.groups { "groups" } else { "compare" }.to_owned(),
+        adapters: adapters.clone(),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+        .to_owned(),
+        executor_parallelism: ExecutorConfig::from_env()?.parallelism,
+        sizes: options,
+    }));
     for adapter in &adapters {
         eprintln!(
-            "running {adapter} ({} events, {} publishers)…",
-            options.events, options.publishers
+            "running {adapter} ({} events, {} publishers, {} rounds)…",
+            options.events, options.publishers, options.rounds
         );
         let measured = if args.groups {
             scenarios::groups::run(adapter, &options).await
@@ -77,20 +112,57 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             scenarios::run(adapter, &options).await
         };
         match measured {
-            Ok(measurements) => report.measurements.extend(measurements),
+            Ok(figures) => report.add(adapter, figures),
             Err(err) => eprintln!("skipped: {adapter}: {err}"),
         }
     }
+    report.provenance.finish();
     print!("{}", report.table());
-    if let Some(dir) = args.out.parent() {
-        std::fs::create_dir_all(dir)?;
+    let default_name = if args.groups {
+        "groups.json"
+    } else {
+        "report.json"
+    };
+    let out = args
+        .out
+        .unwrap_or_else(|| Path::new("photon-bench/report").join(default_name));
+    let directory = out.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&directory)?;
+    std::fs::write(&out, serde_json::to_string_pretty(&report)?)?;
+    eprintln!("report: {}", out.display());
+    for path in chart::write(&report, &directory)? {
+        eprintln!("chart: {}", path.display());
     }
-    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
-    std::fs::write(args.out.with_extension("svg"), report.svg_chart())?;
-    eprintln!(
-        "report: {} and {}",
-        args.out.display(),
-        args.out.with_extension("svg").display()
-    );
+    Ok(())
+}
+
+/// Reads the reports `from`, and draws their rows together into `to`.
+fn redraw(from: &[PathBuf], to: Option<&Path>) -> Result<(), Box<dyn std::error::Error>> {
+    let mut combined: Option<Report> = None;
+    for path in from {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let report: Report = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a photon-bench report: {e}", path.display()))?;
+        match &mut combined {
+            None => combined = Some(report),
+            Some(combined) => {
+                combined.throughput.extend(report.throughput);
+                combined.latency.extend(report.latency);
+            }
+        }
+    }
+    let report = combined.ok_or("no report given")?;
+    let directory = match to {
+        Some(to) => to.to_path_buf(),
+        None => from
+            .first()
+            .and_then(|path| path.parent())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    };
+    for path in chart::write(&report, &directory)? {
+        eprintln!("chart: {}", path.display());
+    }
     Ok(())
 }

@@ -1,20 +1,22 @@
 //! Timing helpers shared by every scenario.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 /// Sizes of a run, the same for Photon and the raw client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BenchOptions {
     /// Events per throughput measurement.
     pub events: usize,
     /// Concurrent publishing tasks.
     pub publishers: usize,
-    /// Round trips sampled for latency.
+    /// Round trips sampled for latency per side, over all rounds together.
     pub latency_samples: usize,
     /// Payload size in bytes (a JSON string of this length).
     pub payload_bytes: usize,
-    /// Publish rounds on broker adapters, Photon and the raw client taking turns first;
-    /// each side's figure is its median round.
+    /// Rounds of every measurement, the sides taking turns at going first; a row keeps
+    /// every round and reports their median.
     pub rounds: usize,
     /// Measure publish throughput only (no end-to-end, no latency).
     pub publish_only: bool,
@@ -27,7 +29,7 @@ impl Default for BenchOptions {
         Self {
             events: 200_000,
             publishers: 64,
-            latency_samples: 2_000,
+            latency_samples: 10_000,
             payload_bytes: 128,
             rounds: 3,
             publish_only: false,
@@ -44,8 +46,18 @@ impl BenchOptions {
 
     /// How many events publisher `p` of `publishers` sends.
     pub fn share(&self, publisher: usize) -> usize {
-        self.events / self.publishers + usize::from(publisher < self.events % self.publishers)
+        split(self.events, self.publishers, publisher)
     }
+
+    /// How many round trips round `round` of `rounds` samples.
+    pub fn latency_share(&self, round: usize) -> usize {
+        split(self.latency_samples, self.rounds.max(1), round)
+    }
+}
+
+/// Part `part` of `total` split into `parts` parts that differ by at most one.
+fn split(total: usize, parts: usize, part: usize) -> usize {
+    total / parts + usize::from(part < total % parts)
 }
 
 /// CPU time this process has used so far (user and system), from `/proc/self/stat`;
@@ -82,35 +94,6 @@ pub fn per_second(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64().max(f64::EPSILON)
 }
 
-/// Collected round-trip times.
-#[derive(Debug, Default, Clone)]
-pub struct Latencies {
-    samples: Vec<Duration>,
-}
-
-impl Latencies {
-    /// Records one sample.
-    pub fn record(&mut self, sample: Duration) {
-        self.samples.push(sample);
-    }
-
-    /// Records the time since `start`.
-    pub fn record_since(&mut self, start: Instant) {
-        self.record(start.elapsed());
-    }
-
-    /// The `q` quantile (0..=1) in microseconds.
-    pub fn quantile_us(&self, q: f64) -> f64 {
-        if self.samples.is_empty() {
-            return f64::NAN;
-        }
-        let mut sorted = self.samples.clone();
-        sorted.sort_unstable();
-        let index = ((sorted.len() - 1) as f64 * q).round() as usize;
-        sorted[index].as_secs_f64() * 1e6
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +106,21 @@ mod tests {
             ..BenchOptions::default()
         };
         assert_eq!((0..64).map(|p| options.share(p)).sum::<usize>(), 1003);
+        assert_eq!(
+            (options.share(0), options.share(42), options.share(43)),
+            (16, 16, 15)
+        );
+    }
+
+    #[test]
+    fn latency_samples_split_over_rounds() {
+        let options = BenchOptions {
+            latency_samples: 10_000,
+            rounds: 3,
+            ..BenchOptions::default()
+        };
+        let shares: Vec<usize> = (0..3).map(|r| options.latency_share(r)).collect();
+        assert_eq!(shares, [3_334, 3_333, 3_333]);
     }
 
     #[test]
@@ -131,15 +129,5 @@ mod tests {
         assert_ne!(spent, 1);
         let cpu = process_cpu_time().unwrap();
         assert!(cpu > Duration::ZERO, "{cpu:?}");
-    }
-
-    #[test]
-    fn quantiles() {
-        let mut latencies = Latencies::default();
-        for us in 1..=100 {
-            latencies.record(Duration::from_micros(us));
-        }
-        assert_eq!(latencies.quantile_us(0.5).round(), 51.0);
-        assert_eq!(latencies.quantile_us(0.99).round(), 99.0);
     }
 }

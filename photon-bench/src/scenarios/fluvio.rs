@@ -24,73 +24,112 @@ use fluvio::metadata::topic::TopicSpec;
 use fluvio::{
     Fluvio, FluvioClusterConfig, Offset, RecordKey, TopicProducerConfigBuilder, TopicProducerPool,
 };
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use photon_backend_fluvio::{fluvio_endpoint_from_env, prompt_connector, FluvioStoragePortBuilder};
 use photon_core::{PhotonError, Result};
 
-use super::{
-    alternating_publish, compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient,
-};
-use crate::measure::{per_second, BenchOptions, Latencies};
-use crate::report::Measurement;
+use super::turns::{in_turns, side};
+use super::{compare, raw_end_to_end_rate, PhotonSide, RawClient};
+use crate::latency::Latencies;
+use crate::measure::{per_second, BenchOptions};
+use crate::report::{AdapterFigures, BaselineKind, ThroughputRow};
 
 /// Runs the Fluvio scenario.
 ///
 /// # Errors
 /// [`PhotonError::Unavailable`] when the cluster cannot be reached; publish and read errors.
-pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
-    let endpoint = fluvio_endpoint_from_env().unwrap_or_else(|| "127.0.0.1:9003".to_owned());
+pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
+    let endpoint = endpoint();
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let port = FluvioStoragePortBuilder::new()
         .endpoint(endpoint.clone())
         .prefix(format!("bench{run}"))
         .build()
         .await?;
-    let photon = PhotonSide::new(Arc::new(port), "bench");
-    let cluster = FluvioClusterConfig::new(endpoint);
-    let fluvio = Fluvio::connect_with_connector(prompt_connector(), &cluster)
-        .await
-        .map_err(|e| raw_error("connect", e))?;
-    let streaming = Fluvio::connect_with_connector(prompt_connector(), &cluster)
-        .await
-        .map_err(|e| raw_error("connect", e))?;
+    let photon = PhotonSide::new(Arc::new(port), "bench")?;
+    let fluvio = connect(&endpoint).await?;
+    let streaming = connect(&endpoint).await?;
     let raw = RawSide {
         fluvio,
         streaming,
         run,
     };
-    let figures = compare(&photon, &raw, options).await;
-    let live = match (&figures, options.publish_only) {
-        (Ok(_), false) => Some(
-            alternating_publish(
-                options.rounds,
-                options.events,
-                |round| photon.publish_with_subscriber_rate(options, round),
-                |round| raw.publish_with_subscriber_rate(options, round),
-            )
-            .await,
-        ),
-        _ => None,
-    };
+    let figures = measure(&photon, &raw, options).await;
     raw.delete_topics().await;
-    let (photon_figures, raw_figures) = figures?;
-    let mut rows = measurements("fluvio", &photon_figures, &raw_figures);
-    if let Some(live) = live {
-        let (photon_live, raw_live) = live?;
-        eprintln!(
-            "  publishing with a live subscriber: photon {photon_live:.0}/s = {:.2}x its rate without one ({:.0}/s); raw {raw_live:.0}/s = {:.2}x",
-            photon_live / photon_figures.publish,
-            photon_figures.publish,
-            raw_live / raw_figures.publish,
-        );
-        rows.push(Measurement::throughput(
-            "fluvio",
-            "publish_with_subscriber",
-            photon_live,
-            raw_live,
-        ));
+    let mut figures = figures?;
+    figures.server_version = Some(raw.fluvio.platform_version().to_string());
+    Ok(figures)
+}
+
+/// `PHOTON_FLUVIO_ENDPOINT`, or the local cluster's default.
+pub(crate) fn endpoint() -> String {
+    fluvio_endpoint_from_env().unwrap_or_else(|| "127.0.0.1:9003".to_owned())
+}
+
+/// A raw connection with the port's socket setup.
+async fn connect(endpoint: &str) -> Result<Fluvio> {
+    Fluvio::connect_with_connector(prompt_connector(), &FluvioClusterConfig::new(endpoint))
+        .await
+        .map_err(|e| raw_error("connect", e))
+}
+
+/// The cluster's platform version, read over a connection of its own.
+///
+/// # Errors
+/// [`PhotonError::InvalidInput`] naming the connection error.
+pub(crate) async fn platform_version(endpoint: &str) -> Result<String> {
+    Ok(connect(endpoint).await?.platform_version().to_string())
+}
+
+/// The shared rows, then publishing with a live subscriber in turns.
+async fn measure(
+    photon: &PhotonSide,
+    raw: &RawSide,
+    options: &BenchOptions,
+) -> Result<AdapterFigures> {
+    let mut figures = compare("fluvio", photon, raw, options).await?;
+    if options.publish_only {
+        return Ok(figures);
     }
-    Ok(rows)
+    let [photon_live, raw_live] = in_turns(
+        "publish with a live subscriber",
+        options.rounds,
+        options.events,
+        [
+            side("photon", |r| {
+                photon
+                    .publish_with_subscriber_rate(options, r)
+                    .boxed_local()
+            }),
+            side("raw", |r| {
+                raw.publish_with_subscriber_rate(options, r).boxed_local()
+            }),
+        ],
+    )
+    .await?;
+    let live = ThroughputRow::new(
+        "fluvio",
+        "publish_with_subscriber",
+        photon_live,
+        BaselineKind::Raw,
+        raw_live,
+    );
+    if let Some(alone) = figures
+        .throughput
+        .iter()
+        .find(|row| row.metric == "publish")
+    {
+        eprintln!(
+            "  publishing with a live subscriber: photon {:.0}/s = {:.2}x its rate without one ({:.0}/s); raw {:.0}/s = {:.2}x",
+            live.photon.median,
+            live.photon.median / alone.photon.median,
+            alone.photon.median,
+            live.baseline.median,
+            live.baseline.median / alone.baseline.median,
+        );
+    }
+    figures.throughput.push(live);
+    Ok(figures)
 }
 
 /// Reads and decodes the next record of a raw consumer.
@@ -136,9 +175,10 @@ impl RawClient for RawSide {
         Ok(per_second(options.events, started.elapsed()))
     }
 
-    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
-        let producer = self.producer("e2e").await?;
-        let mut stream = self.consumer("e2e", Offset::beginning()).await?;
+    async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let measurement = format!("e2e{round}");
+        let producer = self.producer(&measurement).await?;
+        let mut stream = self.consumer(&measurement, Offset::beginning()).await?;
         let started = Instant::now();
         let publishing = {
             let options = *options;
@@ -150,11 +190,12 @@ impl RawClient for RawSide {
         raw_end_to_end_rate(publishing, options.events, started.elapsed()).await
     }
 
-    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
-        let producer = self.producer("latency").await?;
-        let mut stream = self.consumer("latency", Offset::end()).await?;
+    async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
+        let measurement = format!("latency{round}");
+        let producer = self.producer(&measurement).await?;
+        let mut stream = self.consumer(&measurement, Offset::end()).await?;
         let mut latencies = Latencies::default();
-        for i in 0..=options.latency_samples {
+        for i in 0..=options.latency_share(round) {
             let started = Instant::now();
             let value =
                 serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;

@@ -13,8 +13,8 @@
 //! The executor runs a key's events one at a time and up to `parallelism` keys at once
 //! (`PHOTON_EXECUTOR_PARALLELISM`, default 8), per handler: one member's ceiling is about
 //! `parallelism` events per millisecond, the same as the durable handler's, and `n`
-//! members have `n` times that. The report's `raw` column of a group row is the durable
-//! handler's rate in the same rounds, so its ratio is the group's fraction of it.
+//! members have `n` times that. The baseline of a group row is the durable handler's rate
+//! in the same rounds, so its ratio is the group's fraction of it.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,8 +26,8 @@ use photon_core::{EventStore, PhotonError, Result, StoragePort, TransportCrypto}
 use photon_runtime::{Executor, HandlerOptions, Photon};
 use serde_json::json;
 
-use crate::measure::{median, per_second, BenchOptions};
-use crate::report::Measurement;
+use crate::measure::{per_second, BenchOptions};
+use crate::report::{AdapterFigures, BaselineKind, ThroughputRow};
 
 /// Keys the group scenario's events are spread over.
 pub const GROUP_KEYS: usize = 64;
@@ -44,7 +44,7 @@ const HANDLER_WORK: Duration = Duration::from_millis(1);
 /// [`PhotonError::Unsupported`] when the adapter has no consumer groups;
 /// [`PhotonError::InvalidInput`] for an unknown adapter; the adapter's errors (for example
 /// an unreachable server).
-pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measurement>> {
+pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures> {
     match adapter {
         "mem" => {
             // Clones share one in-process store: the closest to separate connections.
@@ -94,18 +94,18 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measuremen
             })
             .await;
             let cleaned = cleanup.delete_all_streams().await;
-            let measured = measured?;
+            let mut measured = measured?;
             cleaned?;
+            measured.server_version = Some(super::nats::server_version(cleanup.client()));
             Ok(measured)
         }
         "fluvio" => {
-            let endpoint = photon_backend_fluvio::fluvio_endpoint_from_env()
-                .unwrap_or_else(|| "127.0.0.1:9003".to_owned());
+            let endpoint = super::fluvio::endpoint();
             let prefix = format!(
                 "benchgroups{}",
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             );
-            run_on(adapter, options, || {
+            let mut measured = run_on(adapter, options, || {
                 let (endpoint, prefix) = (endpoint.clone(), prefix.clone());
                 async move {
                     let port = photon_backend_fluvio::FluvioStoragePortBuilder::new()
@@ -116,7 +116,9 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measuremen
                     Ok(Arc::new(port) as Arc<dyn StoragePort>)
                 }
             })
-            .await
+            .await?;
+            measured.server_version = Some(super::fluvio::platform_version(&endpoint).await?);
+            Ok(measured)
         }
         other => Err(PhotonError::InvalidInput(format!(
             "unknown adapter {other:?}; known: {}",
@@ -134,7 +136,7 @@ pub async fn run_on<C, CF>(
     adapter: &str,
     options: &BenchOptions,
     mut connect: C,
-) -> Result<Vec<Measurement>>
+) -> Result<AdapterFigures>
 where
     C: FnMut() -> CF,
     CF: Future<Output = Result<Arc<dyn StoragePort>>>,
@@ -170,14 +172,23 @@ where
             group_rates[slot].push(rate);
         }
     }
-    let durable = median(durable_rates);
-    Ok(MEMBERS
+    let throughput = MEMBERS
         .iter()
         .zip(group_rates)
         .map(|(members, rates)| {
-            Measurement::throughput(adapter, &format!("group_{members}"), median(rates), durable)
+            ThroughputRow::new(
+                adapter,
+                &format!("group_{members}"),
+                rates,
+                BaselineKind::Durable,
+                durable_rates.clone(),
+            )
         })
-        .collect())
+        .collect();
+    Ok(AdapterFigures {
+        throughput,
+        ..AdapterFigures::default()
+    })
 }
 
 /// A `Photon` over `port`, in plaintext, with the executor settings of the environment.

@@ -7,36 +7,41 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use photon_core::mem::MemStoragePort;
-use photon_core::{PhotonError, Result, TransportCrypto};
+use photon_core::{PhotonError, Result};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{measurements, photon_figures, sealed_photon_figures, unless_publish_only, Figures};
-use crate::measure::{per_second, BenchOptions, Latencies};
-use crate::report::Measurement;
+use super::{compare, PhotonSide, RawClient};
+use crate::latency::Latencies;
+use crate::measure::{per_second, BenchOptions};
+use crate::report::AdapterFigures;
 
-/// Runs the mem scenario: rows `mem` in plaintext and `mem-sealed` with a transport key
-/// (sealed at publish, opened at delivery), both beside the same raw channel figures.
+/// Runs the mem scenario. Each measurement's events are dropped once measured, so that the
+/// run holds one measurement's events at a time.
 ///
 /// # Errors
-/// Never in practice: the mem port does not fail.
-pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
-    let photon = photon_figures(Arc::new(MemStoragePort::new()), options, "bench").await?;
-    let raw = raw_figures(options).await?;
-    let crypto = TransportCrypto::plaintext().with_key("bench", [7u8; 32])?;
-    let sealed =
-        sealed_photon_figures(Arc::new(MemStoragePort::new()), options, "bench", crypto).await?;
-    let mut rows = measurements("mem", &photon, &raw);
-    rows.extend(measurements("mem-sealed", &sealed, &raw));
-    Ok(rows)
+/// [`PhotonError::Config`] for a bad `PHOTON_EXECUTOR_*` variable; a publisher task that
+/// panicked.
+pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
+    let photon = PhotonSide::new(Arc::new(MemStoragePort::new()), "bench")?.discarding_topics();
+    compare("mem", &photon, &RawChannel, options).await
 }
 
-async fn raw_figures(options: &BenchOptions) -> Result<Figures> {
-    Ok(Figures {
-        publish: raw_publish(options).await?,
-        end_to_end: unless_publish_only(options, raw_end_to_end(options)).await?,
-        latency: unless_publish_only(options, raw_latency(options)).await?,
-    })
+/// `tokio::sync::mpsc` doing the work of the mem port.
+struct RawChannel;
+
+impl RawClient for RawChannel {
+    async fn publish_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
+        raw_publish(options).await
+    }
+
+    async fn end_to_end_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
+        raw_end_to_end(options).await
+    }
+
+    async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
+        raw_latency(options, round).await
+    }
 }
 
 fn task_error(err: tokio::task::JoinError) -> PhotonError {
@@ -95,10 +100,10 @@ async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
     Ok(per_second(options.events, started.elapsed()))
 }
 
-async fn raw_latency(options: &BenchOptions) -> Result<Latencies> {
+async fn raw_latency(options: &BenchOptions, round: usize) -> Result<Latencies> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Value>();
     let mut latencies = Latencies::default();
-    for i in 0..options.latency_samples {
+    for i in 0..options.latency_share(round) {
         let started = Instant::now();
         let _ = sender.send(options.payload(i));
         receiver

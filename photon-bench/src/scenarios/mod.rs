@@ -1,23 +1,26 @@
-//! One scenario per adapter. Each measures Photon over the adapter's port with
-//! [`photon_figures`] and the raw client doing the same work, in the same run.
+//! One scenario per adapter. Each measures Photon's public API over the adapter's port
+//! ([`PhotonSide`]) beside the raw client doing the same work, in the same run, in rounds
+//! in which the sides take turns at going first.
 
+mod executor;
 pub mod fluvio;
 pub mod groups;
 pub mod mem;
 pub mod nats;
 mod photon_side;
 pub mod sqlite;
+mod turns;
 
-pub use photon_side::{photon_figures, sealed_photon_figures, Figures, PhotonSide};
+pub use executor::EXECUTOR_KEYS;
+pub use photon_side::{PhotonSide, Sealing};
 
-use photon_side::unless_publish_only;
-
-use std::future::Future;
-
+use futures::FutureExt;
 use photon_core::Result;
 
-use crate::measure::{median, with_cpu_time, BenchOptions, Latencies};
-use crate::report::Measurement;
+use crate::latency::{Latencies, LatencyFigure};
+use crate::measure::BenchOptions;
+use crate::report::{AdapterFigures, BaselineKind, LatencyRow, ThroughputRow};
+use turns::{in_turns, side};
 
 /// The adapters this harness knows, in report order.
 pub const ADAPTERS: &[&str] = &["mem", "sqlite", "nats", "fluvio"];
@@ -27,7 +30,7 @@ pub const ADAPTERS: &[&str] = &["mem", "sqlite", "nats", "fluvio"];
 /// # Errors
 /// [`photon_core::PhotonError::InvalidInput`] for an unknown adapter; the adapter's errors
 /// (for example an unreachable server).
-pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measurement>> {
+pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures> {
     match adapter {
         "mem" => mem::run(options).await,
         "sqlite" => sqlite::run(options).await,
@@ -38,80 +41,6 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<Vec<Measuremen
             ADAPTERS.join(", ")
         ))),
     }
-}
-
-/// Pairs Photon's figures with the raw client's into report rows; a metric gets a row when
-/// both sides measured it.
-pub fn measurements(adapter: &str, photon: &Figures, raw: &Figures) -> Vec<Measurement> {
-    let mut rows = vec![Measurement::throughput(
-        adapter,
-        "publish",
-        photon.publish,
-        raw.publish,
-    )];
-    if let (Some(photon), Some(raw)) = (photon.end_to_end, raw.end_to_end) {
-        rows.push(Measurement::throughput(adapter, "end_to_end", photon, raw));
-    }
-    if let (Some(photon), Some(raw)) = (&photon.latency, &raw.latency) {
-        for (metric, q) in [("latency_p50", 0.5), ("latency_p99", 0.99)] {
-            rows.push(Measurement::latency(
-                adapter,
-                metric,
-                photon.quantile_us(q),
-                raw.quantile_us(q),
-            ));
-        }
-    }
-    rows
-}
-
-/// Publish throughput of both sides over `rounds` rounds, taking turns at going first so
-/// that neither side always meets the server fresh (or loaded); returns each side's median
-/// `(photon, raw)`. Each round's rates, and this process's CPU time per event of `events`,
-/// go to stderr.
-///
-/// # Errors
-/// The first error of either side.
-pub async fn alternating_publish<P, PF, R, RF>(
-    rounds: usize,
-    events: usize,
-    mut photon: P,
-    mut raw: R,
-) -> Result<(f64, f64)>
-where
-    P: FnMut(usize) -> PF,
-    PF: Future<Output = Result<f64>>,
-    R: FnMut(usize) -> RF,
-    RF: Future<Output = Result<f64>>,
-{
-    let (mut photon_rates, mut raw_rates) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
-        let ((photon_rate, photon_cpu), (raw_rate, raw_cpu)) = if round % 2 == 0 {
-            let photon = with_cpu_time(photon(round)).await;
-            (photon, with_cpu_time(raw(round)).await)
-        } else {
-            let raw = with_cpu_time(raw(round)).await;
-            (with_cpu_time(photon(round)).await, raw)
-        };
-        let (photon_rate, raw_rate) = (photon_rate?, raw_rate?);
-        // This process's CPU time per event tells the client's cost apart from the server's,
-        // which shares the machine.
-        let per_event = |cpu: Option<std::time::Duration>| {
-            cpu.map_or_else(
-                || "?".to_owned(),
-                |cpu| format!("{:.1}", cpu.as_secs_f64() * 1e6 / events as f64),
-            )
-        };
-        eprintln!(
-            "  publish round {}: photon {photon_rate:.0}/s ({} µs CPU/event), raw {raw_rate:.0}/s ({} µs CPU/event)",
-            round + 1,
-            per_event(photon_cpu),
-            per_event(raw_cpu),
-        );
-        photon_rates.push(photon_rate);
-        raw_rates.push(raw_rate);
-    }
-    Ok((median(photon_rates), median(raw_rates)))
 }
 
 /// Ends a raw end-to-end window: waits for its publishing task, then gives the rate of
@@ -130,41 +59,151 @@ pub(crate) async fn raw_end_to_end_rate(
     Ok(crate::measure::per_second(events, elapsed))
 }
 
-/// A raw client doing the same work as Photon's side.
+/// A raw client doing the same work as Photon's side; each round on its own topic.
 pub(crate) trait RawClient {
-    /// Acknowledged publishes per second; each `round` on its own topic.
+    /// Acknowledged publishes per second.
     async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64>;
     /// Events per second from publish to consumption.
-    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64>;
-    /// One-at-a-time publish → receive round trips.
-    async fn latency(&self, options: &BenchOptions) -> Result<Latencies>;
+    async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64>;
+    /// `options.latency_share(round)` one-at-a-time publish → receive round trips.
+    async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies>;
 }
 
-/// Both sides' figures: publish over alternating rounds, then end-to-end and latency.
+/// Every row of `adapter`: publish, end to end and round trips of Photon in plaintext and
+/// sealed beside the raw client, and the executor beside a durable subscription; each over
+/// `options.rounds` rounds, the sides taking turns at going first.
 ///
 /// # Errors
-/// The first error of either side.
+/// The first error of any side.
 pub(crate) async fn compare(
+    adapter: &str,
     photon: &PhotonSide,
     raw: &impl RawClient,
     options: &BenchOptions,
-) -> Result<(Figures, Figures)> {
-    let (photon_publish, raw_publish) = alternating_publish(
-        options.rounds,
-        options.events,
-        |round| photon.publish_rate(options, round),
-        |round| raw.publish_rate(options, round),
+) -> Result<AdapterFigures> {
+    let (rounds, events) = (options.rounds, options.events);
+    let mut figures = AdapterFigures::default();
+    let [plain, sealed, raw_rates] = in_turns(
+        "publish",
+        rounds,
+        events,
+        [
+            side("photon", |r| {
+                photon
+                    .publish_rate(options, r, Sealing::Plain)
+                    .boxed_local()
+            }),
+            side("sealed", |r| {
+                photon
+                    .publish_rate(options, r, Sealing::Sealed)
+                    .boxed_local()
+            }),
+            side("raw", |r| raw.publish_rate(options, r).boxed_local()),
+        ],
     )
     .await?;
-    let photon = Figures {
-        publish: photon_publish,
-        end_to_end: unless_publish_only(options, photon.end_to_end_rate(options)).await?,
-        latency: unless_publish_only(options, photon.latency(options)).await?,
-    };
-    let raw = Figures {
-        publish: raw_publish,
-        end_to_end: unless_publish_only(options, raw.end_to_end_rate(options)).await?,
-        latency: unless_publish_only(options, raw.latency(options)).await?,
-    };
-    Ok((photon, raw))
+    figures
+        .throughput
+        .extend(raw_rows(adapter, "publish", plain, sealed, raw_rates));
+    if options.publish_only {
+        return Ok(figures);
+    }
+
+    let [plain, sealed, raw_rates] = in_turns(
+        "end to end",
+        rounds,
+        events,
+        [
+            side("photon", |r| {
+                photon
+                    .end_to_end_rate(options, r, Sealing::Plain)
+                    .boxed_local()
+            }),
+            side("sealed", |r| {
+                photon
+                    .end_to_end_rate(options, r, Sealing::Sealed)
+                    .boxed_local()
+            }),
+            side("raw", |r| raw.end_to_end_rate(options, r).boxed_local()),
+        ],
+    )
+    .await?;
+    figures
+        .throughput
+        .extend(raw_rows(adapter, "end_to_end", plain, sealed, raw_rates));
+
+    let [executor, durable] = in_turns(
+        "executor",
+        rounds,
+        events,
+        [
+            side("executor", |r| {
+                photon.executor_rate(options, r).boxed_local()
+            }),
+            side("durable", |r| photon.durable_rate(options, r).boxed_local()),
+        ],
+    )
+    .await?;
+    figures.throughput.push(ThroughputRow::new(
+        adapter,
+        "executor",
+        executor,
+        BaselineKind::Durable,
+        durable,
+    ));
+
+    let [plain, sealed, raw_latencies] = in_turns(
+        "round trip",
+        rounds,
+        events,
+        [
+            side("photon", |r| {
+                photon.latency(options, r, Sealing::Plain).boxed_local()
+            }),
+            side("sealed", |r| {
+                photon.latency(options, r, Sealing::Sealed).boxed_local()
+            }),
+            side("raw", |r| raw.latency(options, r).boxed_local()),
+        ],
+    )
+    .await?;
+    let raw_figure = latency_figure(&raw_latencies);
+    for (metric, rounds) in [("latency", plain), ("latency_sealed", sealed)] {
+        figures.latency.push(LatencyRow {
+            adapter: adapter.to_owned(),
+            metric: metric.to_owned(),
+            photon: latency_figure(&rounds),
+            raw: raw_figure.clone(),
+        });
+    }
+    Ok(figures)
+}
+
+/// `metric` in plaintext and `{metric}_sealed`, each beside the same raw rounds.
+fn raw_rows(
+    adapter: &str,
+    metric: &str,
+    plain: Vec<f64>,
+    sealed: Vec<f64>,
+    raw: Vec<f64>,
+) -> [ThroughputRow; 2] {
+    [
+        ThroughputRow::new(adapter, metric, plain, BaselineKind::Raw, raw.clone()),
+        ThroughputRow::new(
+            adapter,
+            &format!("{metric}_sealed"),
+            sealed,
+            BaselineKind::Raw,
+            raw,
+        ),
+    ]
+}
+
+/// The figure of all `rounds` merged, with each round's own line.
+pub(crate) fn latency_figure(rounds: &[Latencies]) -> LatencyFigure {
+    let mut merged = Latencies::default();
+    for round in rounds {
+        merged.merge(round);
+    }
+    merged.figure(rounds.iter().map(Latencies::round).collect())
 }

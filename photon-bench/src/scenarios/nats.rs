@@ -15,15 +15,16 @@ use futures::StreamExt;
 use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
 use photon_core::{PhotonError, Result};
 
-use super::{compare, measurements, raw_end_to_end_rate, PhotonSide, RawClient};
-use crate::measure::{per_second, BenchOptions, Latencies};
-use crate::report::Measurement;
+use super::{compare, raw_end_to_end_rate, PhotonSide, RawClient};
+use crate::latency::Latencies;
+use crate::measure::{per_second, BenchOptions};
+use crate::report::AdapterFigures;
 
 /// Runs the NATS scenario.
 ///
 /// # Errors
 /// [`PhotonError::Unavailable`] when the server cannot be reached; publish and read errors.
-pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
+pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
     let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let port = NatsStoragePortBuilder::new()
@@ -31,17 +32,29 @@ pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
         .prefix(format!("bench-{run}"))
         .build()
         .await?;
-    let photon = PhotonSide::new(Arc::new(port.clone()), "bench");
+    let version = server_version(port.client());
+    let photon = PhotonSide::new(Arc::new(port.clone()), "bench")?;
     let raw = RawSide {
         context: port.jetstream().clone(),
         run: run.clone(),
     };
-    let figures = compare(&photon, &raw, options).await;
+    let figures = compare("nats", &photon, &raw, options).await;
     let cleaned = port.delete_all_streams().await;
-    raw.delete_streams(options).await;
-    let (photon, raw) = figures?;
+    raw.delete_streams().await;
+    let mut figures = figures?;
     cleaned?;
-    Ok(measurements("nats", &photon, &raw))
+    figures.server_version = Some(version);
+    Ok(figures)
+}
+
+/// The version the server announced in its `INFO`, or `unknown`.
+pub(crate) fn server_version(client: &async_nats::Client) -> String {
+    let version = client.server_info().version;
+    if version.is_empty() {
+        "unknown".to_owned()
+    } else {
+        version
+    }
 }
 
 fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
@@ -62,8 +75,11 @@ impl RawClient for RawSide {
         Ok(per_second(options.events, started.elapsed()))
     }
 
-    async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
-        let mut messages = self.ordered_reader("e2e", DeliverPolicy::All).await?;
+    async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let measurement = format!("e2e{round}");
+        let mut messages = self
+            .ordered_reader(&measurement, DeliverPolicy::All)
+            .await?;
         let started = Instant::now();
         let publishing = {
             let raw = RawSide {
@@ -71,7 +87,7 @@ impl RawClient for RawSide {
                 run: self.run.clone(),
             };
             let options = *options;
-            tokio::spawn(async move { raw.publish_all(&options, "e2e").await })
+            tokio::spawn(async move { raw.publish_all(&options, &measurement).await })
         };
         for _ in 0..options.events {
             let message = messages
@@ -85,11 +101,14 @@ impl RawClient for RawSide {
         raw_end_to_end_rate(publishing, options.events, started.elapsed()).await
     }
 
-    async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
-        let mut messages = self.ordered_reader("latency", DeliverPolicy::New).await?;
-        let subject = self.subject("latency", "n");
+    async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
+        let measurement = format!("latency{round}");
+        let mut messages = self
+            .ordered_reader(&measurement, DeliverPolicy::New)
+            .await?;
+        let subject = self.subject(&measurement, "n");
         let mut latencies = Latencies::default();
-        for i in 0..options.latency_samples {
+        for i in 0..options.latency_share(round) {
             let started = Instant::now();
             let payload =
                 serde_json::to_vec(&options.payload(i)).map_err(|e| raw_error("encode", e))?;
@@ -138,13 +157,18 @@ impl RawSide {
             .map_err(|e| raw_error("stream", e))
     }
 
-    async fn delete_streams(&self, options: &BenchOptions) {
-        let publish = (0..options.rounds).map(|round| format!("publish{round}"));
-        for measurement in publish.chain(["e2e".to_owned(), "latency".to_owned()]) {
-            let _ = self
-                .context
-                .delete_stream(self.stream_name(&measurement))
-                .await;
+    /// Deletes every stream of this run's raw side.
+    async fn delete_streams(&self) {
+        let prefix = self.stream_name("");
+        let names: Vec<String> = self
+            .context
+            .stream_names()
+            .filter_map(|name| async move { name.ok() })
+            .filter(|name| std::future::ready(name.starts_with(&prefix)))
+            .collect()
+            .await;
+        for name in names {
+            let _ = self.context.delete_stream(name).await;
         }
     }
 

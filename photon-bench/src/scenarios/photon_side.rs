@@ -1,128 +1,171 @@
-//! The Photon half of every scenario, identical for every port.
+//! The Photon half of every scenario, identical for every port: the public API
+//! (`Photon::publish`, `Photon::durable`, `Photon::subscribe_at`), in plaintext and with a
+//! transport key.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use photon_core::{
-    CheckpointCommitter, CheckpointKey, EventStore, FlushPolicy, PhotonError, Result, StartAt,
-    StartPolicy, StoragePort, TransportCrypto,
-};
+use photon_core::{PhotonError, Result, StartAt, StoragePort, TransportCrypto};
+use photon_runtime::Photon;
 use serde_json::json;
 
-use crate::measure::{per_second, BenchOptions, Latencies};
+use crate::latency::Latencies;
+use crate::measure::{per_second, BenchOptions};
 
-/// The three figures of one side of a scenario.
-#[derive(Debug, Clone, Default)]
-pub struct Figures {
-    /// Acknowledged publishes per second with `publishers` concurrent tasks.
-    pub publish: f64,
-    /// Events per second from publish to a durable consumer's acknowledgement (`None` when
-    /// not measured).
-    pub end_to_end: Option<f64>,
-    /// One-at-a-time publish → receive round trips (`None` when not measured).
-    pub latency: Option<Latencies>,
+/// Keys the publish and end-to-end measurements spread their events over.
+pub(crate) const PUBLISH_KEYS: usize = 64;
+
+/// How long a subscriber may take after the publishers are done.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Whether events are sealed with a transport key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sealing {
+    /// No transport key: actor and payload are stored as they are.
+    Plain,
+    /// A transport key seals actor and payload at publish and opens them at delivery.
+    Sealed,
 }
 
-/// Runs `measure` unless the run measures publish throughput only.
-///
-/// # Errors
-/// The measurement's error.
-pub(crate) async fn unless_publish_only<T>(
-    options: &BenchOptions,
-    measure: impl std::future::Future<Output = Result<T>>,
-) -> Result<Option<T>> {
-    if options.publish_only {
-        return Ok(None);
+impl Sealing {
+    fn topic_part(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::Sealed => "sealed",
+        }
     }
-    measure.await.map(Some)
 }
 
-/// Measures Photon over `port`: publish throughput, end-to-end throughput through a durable
-/// subscription with coalesced checkpoints, and round-trip latency. Each measurement uses
-/// its own topic, prefixed with `run_id`.
-///
-/// # Errors
-/// The port's errors.
-pub async fn photon_figures(
-    port: Arc<dyn StoragePort>,
-    options: &BenchOptions,
-    run_id: &str,
-) -> Result<Figures> {
-    side_figures(&PhotonSide::new(port, run_id), options).await
-}
-
-/// [`photon_figures`] with every event sealed with `crypto`'s newest key and opened again
-/// on delivery, as `Photon::publish` does with a transport key.
-///
-/// # Errors
-/// The port's errors.
-pub async fn sealed_photon_figures(
-    port: Arc<dyn StoragePort>,
-    options: &BenchOptions,
-    run_id: &str,
-    crypto: TransportCrypto,
-) -> Result<Figures> {
-    side_figures(&PhotonSide::with_crypto(port, run_id, crypto), options).await
-}
-
-async fn side_figures(side: &PhotonSide, options: &BenchOptions) -> Result<Figures> {
-    Ok(Figures {
-        publish: side.publish_rate(options, 0).await?,
-        end_to_end: unless_publish_only(options, side.end_to_end_rate(options)).await?,
-        latency: unless_publish_only(options, side.latency(options)).await?,
-    })
-}
-
-/// Photon over one port, measurement by measurement.
+/// Photon over one port, measurement by measurement; each measurement on its own topic.
 pub struct PhotonSide {
-    store: EventStore,
+    plain: Photon,
+    sealed: Photon,
     run_id: String,
+    discard_topics: bool,
 }
 
 impl PhotonSide {
-    /// Photon in plaintext over `port`; topics are prefixed with `run_id`.
-    pub fn new(port: Arc<dyn StoragePort>, run_id: &str) -> Self {
-        Self::with_crypto(port, run_id, TransportCrypto::plaintext())
+    /// Photon over `port`, once in plaintext and once with a transport key; topics are
+    /// prefixed with `run_id`.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] for a bad `PHOTON_EXECUTOR_*` variable.
+    pub fn new(port: Arc<dyn StoragePort>, run_id: &str) -> Result<Self> {
+        let sealing = TransportCrypto::plaintext().with_key("bench", [7u8; 32])?;
+        Ok(Self {
+            plain: photon(port.clone(), TransportCrypto::plaintext())?,
+            sealed: photon(port, sealing)?,
+            run_id: run_id.to_owned(),
+            discard_topics: false,
+        })
     }
 
-    /// Photon over `port` with the key ring `crypto` (sealed when it holds a key).
-    pub fn with_crypto(port: Arc<dyn StoragePort>, run_id: &str, crypto: TransportCrypto) -> Self {
-        Self {
-            store: EventStore::new(port, crypto),
-            run_id: run_id.to_owned(),
+    /// Drops each measurement's events once it is measured. The in-process store keeps
+    /// every event in memory; without this a run of several rounds holds millions.
+    pub fn discarding_topics(mut self) -> Self {
+        self.discard_topics = true;
+        self
+    }
+
+    /// The instance of `sealing`.
+    pub fn photon(&self, sealing: Sealing) -> &Photon {
+        match sealing {
+            Sealing::Plain => &self.plain,
+            Sealing::Sealed => &self.sealed,
         }
     }
 
-    /// Acknowledged publishes per second; each `round` has its own topic.
+    /// The topic of measurement `name`.
+    pub(crate) fn topic(&self, sealing: Sealing, name: &str, round: usize) -> String {
+        format!("{}.{}.{name}{round}", self.run_id, sealing.topic_part())
+    }
+
+    /// Drops `topic`'s events if this side discards topics.
+    pub(crate) async fn done_with(&self, topic: &str) -> Result<()> {
+        if self.discard_topics {
+            self.plain
+                .store()
+                .port()
+                .truncate_before(topic, i64::MAX)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Acknowledged `Photon::publish` calls per second.
     ///
     /// # Errors
     /// The port's errors.
-    pub async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
-        let topic = format!("{}.publish{round}", self.run_id);
-        publish_rate(&self.store, options, &topic).await
+    pub async fn publish_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        sealing: Sealing,
+    ) -> Result<f64> {
+        let photon = self.photon(sealing);
+        let topic = self.topic(sealing, "publish", round);
+        warm_up(photon, options, &topic).await?;
+        let started = Instant::now();
+        publish_all(photon, options, &topic, PUBLISH_KEYS).await?;
+        let rate = per_second(options.events, started.elapsed());
+        self.done_with(&topic).await?;
+        Ok(rate)
     }
 
-    /// Events per second from publish to a durable consumer's acknowledgement.
+    /// Events per second from `Photon::publish` to a durable subscription's
+    /// acknowledgement, with checkpoints coalesced as the subscription does.
     ///
     /// # Errors
     /// The port's errors.
-    pub async fn end_to_end_rate(&self, options: &BenchOptions) -> Result<f64> {
-        end_to_end_rate(&self.store, options, &format!("{}.e2e", self.run_id)).await
+    pub async fn end_to_end_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        sealing: Sealing,
+    ) -> Result<f64> {
+        let topic = self.topic(sealing, "e2e", round);
+        let rate = durable_rate(self.photon(sealing), options, &topic, PUBLISH_KEYS).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
     }
 
-    /// One-at-a-time publish → receive round trips.
+    /// One-at-a-time publish → receive round trips of a live subscriber.
     ///
     /// # Errors
     /// The port's errors.
-    pub async fn latency(&self, options: &BenchOptions) -> Result<Latencies> {
-        round_trips(&self.store, options, &format!("{}.latency", self.run_id)).await
+    pub async fn latency(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        sealing: Sealing,
+    ) -> Result<Latencies> {
+        let photon = self.photon(sealing);
+        let topic = self.topic(sealing, "latency", round);
+        let mut stream = photon.subscribe_at(&topic, None, StartAt::Tail);
+        // A first round trip establishes the subscription (brokers set it up lazily).
+        photon
+            .publish(&topic, None, json!(null), options.payload(0))
+            .await?;
+        next(&mut stream).await?;
+        let mut latencies = Latencies::default();
+        for i in 0..options.latency_share(round) {
+            let started = Instant::now();
+            photon
+                .publish(&topic, None, json!(null), options.payload(i))
+                .await?;
+            next(&mut stream).await?;
+            latencies.record_since(started);
+        }
+        drop(stream);
+        self.done_with(&topic).await?;
+        Ok(latencies)
     }
 
-    /// Acknowledged publishes per second while a live subscriber in the same process (on
-    /// the same port) reads the topic: the shape of a service that publishes and consumes.
-    /// The window ends when the publishers are done; the subscriber must then receive every
-    /// event within 60 s, or the measurement fails.
+    /// Acknowledged publishes per second (plaintext) while a live subscriber in the same
+    /// process (on the same port) reads the topic: the shape of a service that publishes
+    /// and consumes. The window ends when the publishers are done; the subscriber must then
+    /// receive every event within 60 s, or the measurement fails.
     ///
     /// # Errors
     /// The port's errors, or a subscriber that missed events.
@@ -131,40 +174,70 @@ impl PhotonSide {
         options: &BenchOptions,
         round: usize,
     ) -> Result<f64> {
-        let topic = format!("{}.live{round}", self.run_id);
-        warm_up(&self.store, options, &topic).await?;
-        let mut stream = self.store.subscribe(&topic, None, StartAt::Tail);
+        let photon = &self.plain;
+        let topic = self.topic(Sealing::Plain, "live", round);
+        warm_up(photon, options, &topic).await?;
+        let mut stream = photon.subscribe_at(&topic, None, StartAt::Tail);
         let events = options.events;
         let draining = tokio::spawn(async move {
             for _ in 0..events {
-                stream
-                    .next()
-                    .await
-                    .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
+                next(&mut stream).await?;
             }
             Ok::<_, PhotonError>(())
         });
         let started = Instant::now();
-        publish_all(&self.store, options, &topic).await?;
+        publish_all(photon, options, &topic, PUBLISH_KEYS).await?;
         let rate = per_second(options.events, started.elapsed());
-        tokio::time::timeout(std::time::Duration::from_secs(60), draining)
+        tokio::time::timeout(DRAIN_DEADLINE, draining)
             .await
-            .map_err(|_| PhotonError::InvalidInput("live subscriber fell behind by 60 s".into()))?
+            .map_err(|_| PhotonError::Timeout {
+                operation: "live bench subscriber".into(),
+                waited: DRAIN_DEADLINE,
+                missing: "events published before the window closed".into(),
+            })?
             .map_err(|e| PhotonError::InvalidInput(format!("subscriber task: {e}")))??;
+        self.done_with(&topic).await?;
         Ok(rate)
     }
 }
 
-async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
+/// A `Photon` over `port` with `crypto`, the environment's executor settings and no
+/// declared topics.
+fn photon(port: Arc<dyn StoragePort>, crypto: TransportCrypto) -> Result<Photon> {
+    Photon::builder()
+        .shared_storage_port(port)
+        .transport_crypto(crypto)
+        .build()
+}
+
+/// The next event of a bench stream.
+async fn next<S, T>(stream: &mut S) -> Result<T>
+where
+    S: futures::Stream<Item = Result<T>> + Unpin,
+{
+    stream
+        .next()
+        .await
+        .ok_or_else(|| PhotonError::Closed("bench subscription".into()))?
+}
+
+/// `options.publishers` tasks publish `options.events` events over `keys` keys, each
+/// awaiting every acknowledgement; then the port is flushed.
+pub(crate) async fn publish_all(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    keys: usize,
+) -> Result<()> {
     let mut tasks = Vec::with_capacity(options.publishers);
     for publisher in 0..options.publishers {
-        let store = store.clone();
+        let photon = photon.clone();
         let topic = topic.to_owned();
         let options = *options;
         tasks.push(tokio::spawn(async move {
             for i in 0..options.share(publisher) {
-                let key = format!("k{}", (publisher + i) % 64);
-                store
+                let key = format!("k{}", (publisher + i) % keys);
+                photon
                     .publish(&topic, Some(&key), json!(null), options.payload(i))
                     .await?;
             }
@@ -175,83 +248,44 @@ async fn publish_all(store: &EventStore, options: &BenchOptions, topic: &str) ->
         task.await
             .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
     }
-    store.port().flush().await
+    photon.store().port().flush().await
 }
 
 /// Publishes one event to `topic` before a timed window, so that the window starts with the
 /// topic in place (brokers create it on first use), as the raw side's window does.
-async fn warm_up(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<()> {
-    store
+pub(crate) async fn warm_up(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<()> {
+    photon
         .publish(topic, Some("warm-up"), json!(null), options.payload(0))
         .await?;
     Ok(())
 }
 
-async fn publish_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
-    warm_up(store, options, topic).await?;
-    let started = Instant::now();
-    publish_all(store, options, topic).await?;
-    Ok(per_second(options.events, started.elapsed()))
-}
-
-async fn end_to_end_rate(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<f64> {
-    let checkpoint = CheckpointKey::new("bench", topic, None);
-    let committer = CheckpointCommitter::new(
-        store.port().clone(),
-        checkpoint.clone(),
-        FlushPolicy::default(),
-    );
-    warm_up(store, options, topic).await?;
-    let mut stream = store.subscribe_after_checkpoint(checkpoint, StartPolicy::Beginning);
+/// Events per second from publish (over `keys` keys) to a durable subscription's
+/// acknowledgement; the window closes when the last acknowledgement is committed.
+pub(crate) async fn durable_rate(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    keys: usize,
+) -> Result<f64> {
+    warm_up(photon, options, topic).await?;
+    let mut subscription = photon.durable("bench", topic, None);
     // The warm-up event comes first, before the timed window.
-    let first = stream
-        .next()
-        .await
-        .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
-    committer.ack(first.seq).await?;
+    let first = next(&mut subscription).await?;
+    subscription.ack(&first).await?;
     let started = Instant::now();
     let publishing = {
-        let store = store.clone();
-        let options = *options;
-        let topic = topic.to_owned();
-        tokio::spawn(async move { publish_all(&store, &options, &topic).await })
+        let (photon, options, topic) = (photon.clone(), *options, topic.to_owned());
+        tokio::spawn(async move { publish_all(&photon, &options, &topic, keys).await })
     };
     for _ in 0..options.events {
-        let event = stream
-            .next()
-            .await
-            .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
-        committer.ack(event.seq).await?;
+        let event = next(&mut subscription).await?;
+        subscription.ack(&event).await?;
     }
-    committer.flush().await?;
+    subscription.flush().await?;
     let elapsed = started.elapsed();
     publishing
         .await
         .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
     Ok(per_second(options.events, elapsed))
-}
-
-async fn round_trips(store: &EventStore, options: &BenchOptions, topic: &str) -> Result<Latencies> {
-    let mut stream = store.subscribe(topic, None, StartAt::Tail);
-    // A first round trip establishes the subscription (brokers set it up lazily).
-    store
-        .publish(topic, None, json!(null), options.payload(0))
-        .await?;
-    stream
-        .next()
-        .await
-        .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
-    let mut latencies = Latencies::default();
-    for i in 0..options.latency_samples {
-        let started = Instant::now();
-        store
-            .publish(topic, None, json!(null), options.payload(i))
-            .await?;
-        stream
-            .next()
-            .await
-            .ok_or_else(|| PhotonError::Closed("bench subscription".into()))??;
-        latencies.record_since(started);
-    }
-    Ok(latencies)
 }

@@ -16,21 +16,24 @@ use photon_backend_sqlite::{SqliteStoragePort, Synchronous};
 use photon_core::{PhotonError, Result};
 use rusqlite::{params, Connection};
 
-use super::{measurements, photon_figures, Figures};
-use crate::measure::{per_second, BenchOptions, Latencies};
-use crate::report::Measurement;
+use super::{compare, PhotonSide, RawClient};
+use crate::latency::Latencies;
+use crate::measure::{per_second, BenchOptions};
+use crate::report::AdapterFigures;
 
 const RAW_BATCH: usize = 4096;
 const RAW_PAGE: i64 = 512;
 
-/// Runs the sqlite scenario.
+/// Runs the sqlite scenario: rows `sqlite`, then `sqlite-normal`.
 ///
 /// # Errors
 /// The port's or rusqlite's errors (for example an unwritable temp dir).
-pub async fn run(options: &BenchOptions) -> Result<Vec<Measurement>> {
-    let mut rows = run_with(options, Synchronous::Full, "sqlite").await?;
-    rows.extend(run_with(options, Synchronous::Normal, "sqlite-normal").await?);
-    Ok(rows)
+pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
+    let mut figures = run_with(options, Synchronous::Full, "sqlite").await?;
+    let normal = run_with(options, Synchronous::Normal, "sqlite-normal").await?;
+    figures.throughput.extend(normal.throughput);
+    figures.latency.extend(normal.latency);
+    Ok(figures)
 }
 
 /// Both sides with one `synchronous` setting, each on a fresh file.
@@ -38,24 +41,67 @@ async fn run_with(
     options: &BenchOptions,
     synchronous: Synchronous,
     label: &str,
-) -> Result<Vec<Measurement>> {
+) -> Result<AdapterFigures> {
     let directory = ScratchDir::new()?;
     let port = SqliteStoragePort::builder()
         .path(directory.file("photon.db"))
         .synchronous(synchronous)
         .build()
         .await?;
-    let photon = photon_figures(Arc::new(port), options, "bench").await?;
-    let raw_path = directory.file("raw.db");
-    let options = *options;
-    let pragma = match synchronous {
-        Synchronous::Normal => "NORMAL",
-        _ => "FULL",
+    let photon = PhotonSide::new(Arc::new(port), "bench")?;
+    let raw = RawSqlite {
+        path: directory.file("raw.db"),
+        synchronous: match synchronous {
+            Synchronous::Normal => "NORMAL",
+            _ => "FULL",
+        },
     };
-    let raw = tokio::task::spawn_blocking(move || raw_figures(&raw_path, &options, pragma))
+    compare(label, &photon, &raw, options).await
+}
+
+/// rusqlite on its own file, with the port's `synchronous` setting.
+struct RawSqlite {
+    path: PathBuf,
+    synchronous: &'static str,
+}
+
+impl RawSqlite {
+    /// Runs `work` on a blocking thread with the file's path and setting.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Path, &str) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (path, synchronous) = (self.path.clone(), self.synchronous);
+        tokio::task::spawn_blocking(move || work(&path, synchronous))
+            .await
+            .map_err(|e| PhotonError::InvalidInput(format!("raw sqlite task: {e}")))?
+    }
+}
+
+impl RawClient for RawSqlite {
+    async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let options = *options;
+        self.blocking(move |path, synchronous| {
+            insert_all(
+                &mut open(path, synchronous)?,
+                &options,
+                &format!("publish{round}"),
+            )
+        })
         .await
-        .map_err(|e| PhotonError::InvalidInput(format!("raw sqlite task: {e}")))??;
-    Ok(measurements(label, &photon, &raw))
+    }
+
+    async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let options = *options;
+        self.blocking(move |path, synchronous| raw_end_to_end(path, &options, synchronous, round))
+            .await
+    }
+
+    async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
+        let options = *options;
+        self.blocking(move |path, synchronous| raw_latency(path, &options, synchronous, round))
+            .await
+    }
 }
 
 /// A directory removed when dropped.
@@ -106,19 +152,6 @@ fn open(path: &Path, synchronous: &str) -> Result<Connection> {
     Ok(connection)
 }
 
-fn raw_figures(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<Figures> {
-    let mut connection = open(path, synchronous)?;
-    Ok(Figures {
-        publish: insert_all(&mut connection, options, "publish")?,
-        end_to_end: (!options.publish_only)
-            .then(|| raw_end_to_end(path, options, synchronous))
-            .transpose()?,
-        latency: (!options.publish_only)
-            .then(|| raw_latency(path, options, synchronous))
-            .transpose()?,
-    })
-}
-
 /// Inserts every event (encoding its payload as it goes, as Photon does) in transactions
 /// of [`RAW_BATCH`] rows; returns events per second.
 fn insert_all(connection: &mut Connection, options: &BenchOptions, topic: &str) -> Result<f64> {
@@ -147,22 +180,29 @@ fn insert_all(connection: &mut Connection, options: &BenchOptions, topic: &str) 
 }
 
 /// One thread inserts while another reads pages until it has every event.
-fn raw_end_to_end(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<f64> {
+fn raw_end_to_end(
+    path: &Path,
+    options: &BenchOptions,
+    synchronous: &str,
+    round: usize,
+) -> Result<f64> {
     let mut writer = open(path, synchronous)?;
     let reader = open(path, synchronous)?;
+    let topic = format!("e2e{round}");
     let started = Instant::now();
     let options_copy = *options;
-    let inserting = std::thread::spawn(move || insert_all(&mut writer, &options_copy, "e2e"));
+    let inserting = {
+        let topic = topic.clone();
+        std::thread::spawn(move || insert_all(&mut writer, &options_copy, &topic))
+    };
     let mut after = 0_i64;
     let mut received = 0;
     let mut page = reader
-        .prepare(
-            "SELECT seq, body FROM events WHERE topic = 'e2e' AND seq > ?1 ORDER BY seq LIMIT ?2",
-        )
+        .prepare("SELECT seq, body FROM events WHERE topic = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
         .map_err(sqlite)?;
     while received < options.events {
         let rows: Vec<(i64, String)> = page
-            .query_map(params![after, RAW_PAGE], |row| {
+            .query_map(params![topic, after, RAW_PAGE], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .map_err(sqlite)?
@@ -184,22 +224,28 @@ fn raw_end_to_end(path: &Path, options: &BenchOptions, synchronous: &str) -> Res
 }
 
 /// One insert transaction, then a read of that row by a second connection.
-fn raw_latency(path: &Path, options: &BenchOptions, synchronous: &str) -> Result<Latencies> {
+fn raw_latency(
+    path: &Path,
+    options: &BenchOptions,
+    synchronous: &str,
+    round: usize,
+) -> Result<Latencies> {
     let writer = open(path, synchronous)?;
     let reader = open(path, synchronous)?;
+    let topic = format!("latency{round}");
     let mut latencies = Latencies::default();
-    for i in 0..options.latency_samples {
+    for i in 0..options.latency_share(round) {
         let started = Instant::now();
         let seq = i as i64 + 1;
         writer
             .prepare_cached(
-                "INSERT INTO events (topic, seq, topic_key, body) VALUES ('latency', ?1, NULL, ?2)",
+                "INSERT INTO events (topic, seq, topic_key, body) VALUES (?1, ?2, NULL, ?3)",
             )
-            .and_then(|mut s| s.execute(params![seq, options.payload(i).to_string()]))
+            .and_then(|mut s| s.execute(params![topic, seq, options.payload(i).to_string()]))
             .map_err(sqlite)?;
         let _: String = reader
-            .prepare_cached("SELECT body FROM events WHERE topic = 'latency' AND seq = ?1")
-            .and_then(|mut s| s.query_row([seq], |row| row.get(0)))
+            .prepare_cached("SELECT body FROM events WHERE topic = ?1 AND seq = ?2")
+            .and_then(|mut s| s.query_row(params![topic, seq], |row| row.get(0)))
             .map_err(sqlite)?;
         latencies.record_since(started);
     }

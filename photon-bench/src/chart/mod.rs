@@ -1,0 +1,116 @@
+//! SVG charts of a report, drawn with plotters: throughput per adapter, round-trip
+//! percentile curves per adapter, and consumer group scaling.
+//!
+//! Text goes into the SVG as `<text>` elements for the viewer to render, so drawing needs
+//! no fonts on the machine.
+
+mod axis;
+mod groups;
+mod latency;
+mod throughput;
+
+use std::path::{Path, PathBuf};
+
+use photon_core::{PhotonError, Result};
+use plotters::style::RGBColor;
+
+use crate::report::{BaselineKind, Report};
+
+/// Photon's series.
+const PHOTON: RGBColor = RGBColor(0x2b, 0x6c, 0xb0);
+/// Photon with a transport key.
+const PHOTON_SEALED: RGBColor = RGBColor(0x8e, 0x44, 0xad);
+/// The raw client's series.
+const RAW: RGBColor = RGBColor(0xe6, 0x7e, 0x22);
+/// A durable subscription's series.
+const DURABLE: RGBColor = RGBColor(0x27, 0xae, 0x60);
+/// One color per adapter where a chart shows several.
+const ADAPTER_COLORS: [RGBColor; 6] = [
+    RGBColor(0x2b, 0x6c, 0xb0),
+    RGBColor(0xe6, 0x7e, 0x22),
+    RGBColor(0x27, 0xae, 0x60),
+    RGBColor(0xc0, 0x39, 0x2b),
+    RGBColor(0x8e, 0x44, 0xad),
+    RGBColor(0x7f, 0x8c, 0x8d),
+];
+/// Width of every chart in pixels.
+const WIDTH: u32 = 1000;
+/// Font of every chart (the viewer picks the face).
+const FONT: &str = "sans-serif";
+
+/// What drawing can fail with (the SVG backend writes into a string, so this is
+/// plotters' own refusal, such as an empty range).
+type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// A chart: its file name and SVG text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chart {
+    /// File name, for example `throughput.svg`.
+    pub file: &'static str,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// The charts `report` has rows for: `throughput.svg` (rates other than groups),
+/// `latency.svg` (round trips) and `groups.svg` (consumer group rows).
+///
+/// # Errors
+/// [`PhotonError::InvalidInput`] naming the chart plotters refused to draw.
+pub fn render(report: &Report) -> Result<Vec<Chart>> {
+    let mut charts = Vec::new();
+    let drawn = [
+        ("throughput.svg", throughput::draw(report)),
+        ("latency.svg", latency::draw(report)),
+        ("groups.svg", groups::draw(report)),
+    ];
+    for (file, svg) in drawn {
+        let svg = svg.map_err(|e| PhotonError::InvalidInput(format!("chart {file}: {e}")))?;
+        if let Some(svg) = svg {
+            charts.push(Chart { file, svg });
+        }
+    }
+    Ok(charts)
+}
+
+/// Renders `report`'s charts into `directory` (created if missing); returns the paths
+/// written.
+///
+/// # Errors
+/// [`PhotonError::InvalidInput`] naming the chart that could not be drawn or the file that
+/// could not be written.
+pub fn write(report: &Report, directory: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(directory).map_err(|e| {
+        PhotonError::InvalidInput(format!("cannot create {}: {e}", directory.display()))
+    })?;
+    let mut written = Vec::new();
+    for chart in render(report)? {
+        let path = directory.join(chart.file);
+        std::fs::write(&path, chart.svg).map_err(|e| {
+            PhotonError::InvalidInput(format!("cannot write {}: {e}", path.display()))
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn baseline_color(kind: BaselineKind) -> RGBColor {
+    match kind {
+        BaselineKind::Raw => RAW,
+        BaselineKind::Durable => DURABLE,
+    }
+}
+
+/// `1234567.0` -> `1.2M`, `45600.0` -> `45.6k`, `12.0` -> `12`.
+fn short_number(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 1e6 {
+        format!("{:.1}M", value / 1e6)
+    } else if magnitude >= 1e3 {
+        format!("{:.1}k", value / 1e3)
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! The handler executor beside a durable subscription doing the same work.
+//!
+//! Both read events published over [`EXECUTOR_KEYS`] keys while the publishers run: the
+//! executor with a no-op handler (it runs a key's events in order and up to `parallelism`
+//! keys at once, committing checkpoints as handlers finish), the subscription acknowledging
+//! each event as it arrives. The window runs from the first publish to the last event
+//! handled (executor) or committed (subscription).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use photon_core::{PhotonError, Result};
+use photon_runtime::{HandlerOptions, Photon};
+use tokio::sync::Notify;
+
+use super::photon_side::{durable_rate, publish_all, warm_up, PhotonSide, Sealing};
+use crate::measure::{per_second, BenchOptions};
+
+/// Keys the executor measurement spreads its events over.
+pub const EXECUTOR_KEYS: usize = 16;
+
+/// How long the handler may take to see every event.
+const MEASUREMENT_DEADLINE: Duration = Duration::from_secs(300);
+
+impl PhotonSide {
+    /// Events per second through the executor with a no-op handler (plaintext).
+    ///
+    /// # Errors
+    /// The port's errors; a handler that has not seen every event within 300 s.
+    pub async fn executor_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let topic = self.topic(Sealing::Plain, "executor", round);
+        let rate = executor_rate(self.photon(Sealing::Plain), options, &topic).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// The same events through a durable subscription, acknowledged one by one
+    /// (plaintext): the executor's baseline.
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn durable_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let topic = self.topic(Sealing::Plain, "durable", round);
+        let rate =
+            durable_rate(self.photon(Sealing::Plain), options, &topic, EXECUTOR_KEYS).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+}
+
+/// How many events the handler saw, and a wake-up for the first one and the last.
+struct Handled {
+    count: AtomicUsize,
+    goal: usize,
+    changed: Notify,
+}
+
+impl Handled {
+    async fn reach(&self, count: usize) -> Result<()> {
+        let waiting = async {
+            while self.count.load(Ordering::SeqCst) < count {
+                self.changed.notified().await;
+            }
+        };
+        tokio::time::timeout(MEASUREMENT_DEADLINE, waiting)
+            .await
+            .map_err(|_| PhotonError::Timeout {
+                operation: "bench executor".into(),
+                waited: MEASUREMENT_DEADLINE,
+                missing: format!(
+                    "{} of {count} events handled",
+                    self.count.load(Ordering::SeqCst)
+                ),
+            })
+    }
+}
+
+async fn executor_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<f64> {
+    warm_up(photon, options, topic).await?;
+    let handled = Arc::new(Handled {
+        count: AtomicUsize::new(0),
+        goal: options.events + 1,
+        changed: Notify::new(),
+    });
+    let executor = {
+        let handled = handled.clone();
+        photon
+            .executor()
+            .handler_with(HandlerOptions::new("bench", topic), move |_event| {
+                let count = handled.count.fetch_add(1, Ordering::SeqCst) + 1;
+                if count == 1 || count == handled.goal {
+                    // notify_one keeps a permit when nobody waits yet, so no wake-up is lost.
+                    handled.changed.notify_one();
+                }
+                async {}
+            })
+            .start()?
+    };
+    // The warm-up event comes first, before the timed window.
+    let measured = async {
+        handled.reach(1).await?;
+        let started = Instant::now();
+        publish_all(photon, options, topic, EXECUTOR_KEYS).await?;
+        handled.reach(handled.goal).await?;
+        Ok(per_second(options.events, started.elapsed()))
+    }
+    .await;
+    let stopped = executor.shutdown().await;
+    let rate = measured?;
+    stopped?;
+    let count = handled.count.load(Ordering::SeqCst);
+    if count != handled.goal {
+        return Err(PhotonError::InvalidInput(format!(
+            "the bench handler saw {count} events, expected {}",
+            handled.goal
+        )));
+    }
+    Ok(rate)
+}
