@@ -290,7 +290,7 @@ fn confirm(what: &str, yes: bool) -> Result<(), PhotonError> {
         Ok(())
     } else {
         Err(PhotonError::InvalidInput(format!(
-            "not confirmed: {what} was not done"
+            "not confirmed, nothing changed ({what})"
         )))
     }
 }
