@@ -139,3 +139,49 @@ pub(crate) async fn replay(
         Err(err) => failure(&err),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(response: Response) -> (StatusCode, Value) {
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_backend_without_a_listing_says_so() {
+        let refused: Result<Vec<u8>, PhotonError> = Err(PhotonError::Unsupported {
+            backend: "fluvio",
+            operation: "list_topics",
+        });
+        assert_eq!(
+            body(listing("topics", refused)).await,
+            (
+                StatusCode::OK,
+                json!({
+                    "supported": false,
+                    "reason": "list_topics is not supported by the fluvio storage port",
+                    "topics": [],
+                })
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn other_errors_answer_with_the_status_of_their_kind() {
+        let missing: Result<Vec<u8>, PhotonError> = Err(PhotonError::NotFound("x".into()));
+        assert_eq!(
+            body(listing("topics", missing)).await,
+            (
+                StatusCode::NOT_FOUND,
+                json!({"error": "not found: x", "kind": "not_found"})
+            )
+        );
+        let bad: Result<Vec<u8>, PhotonError> = Err(PhotonError::InvalidInput("y".into()));
+        assert_eq!(body(listing("lag", bad)).await.0, StatusCode::BAD_REQUEST);
+    }
+}
