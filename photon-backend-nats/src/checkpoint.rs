@@ -189,9 +189,13 @@ impl NatsStoragePort {
                     })?;
                 }
                 None => {
-                    stream.purge().filter(subject.clone()).await.map_err(|err| {
-                        unavailable(format!("cannot remove checkpoint {subject}"), err)
-                    })?;
+                    stream
+                        .purge()
+                        .filter(subject.clone())
+                        .await
+                        .map_err(|err| {
+                            unavailable(format!("cannot remove checkpoint {subject}"), err)
+                        })?;
                 }
             }
         }

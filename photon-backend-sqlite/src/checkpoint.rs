@@ -71,7 +71,11 @@ pub(crate) enum Write {
 }
 
 /// Applies `write` inside the writer's transaction.
-pub(crate) fn apply(connection: &Connection, key: &CheckpointKey, write: Write) -> rusqlite::Result<()> {
+pub(crate) fn apply(
+    connection: &Connection,
+    key: &CheckpointKey,
+    write: Write,
+) -> rusqlite::Result<()> {
     match write {
         Write::Raise(seq) => raise(connection, key, seq),
         Write::Replace(seq) => replace(connection, key, seq),
@@ -99,11 +103,7 @@ fn replace(connection: &Connection, key: &CheckpointKey, seq: Option<i64>) -> ru
 }
 
 /// Stores `seq` unless a higher seq is stored, inside the writer's transaction.
-fn raise(
-    connection: &Connection,
-    key: &CheckpointKey,
-    seq: i64,
-) -> rusqlite::Result<()> {
+fn raise(connection: &Connection, key: &CheckpointKey, seq: i64) -> rusqlite::Result<()> {
     let (keyed, topic_key) = scope(key);
     connection
         .prepare_cached(

@@ -414,7 +414,15 @@ fn checkpoints_move_back_only_when_confirmed() {
     publish_orders(db, 0..6);
     let moved = json_lines(&ok(run(
         db,
-        &["checkpoints", "billing", "orders", "--set", "5", "-o", "json"],
+        &[
+            "checkpoints",
+            "billing",
+            "orders",
+            "--set",
+            "5",
+            "-o",
+            "json",
+        ],
     )));
     assert_eq!(
         moved,
@@ -442,7 +450,10 @@ fn checkpoints_move_back_only_when_confirmed() {
     );
     // Forward needs no confirmation; beyond the head and below 0 are refused.
     assert_eq!(
-        stdout(&ok(run(db, &["checkpoints", "billing", "orders", "--set", "4"]))),
+        stdout(&ok(run(
+            db,
+            &["checkpoints", "billing", "orders", "--set", "4"]
+        ))),
         "billing orders *: 4 (was 2)\n"
     );
     let beyond = run(db, &["checkpoints", "billing", "orders", "--set", "7"]);
@@ -457,7 +468,15 @@ fn checkpoints_move_back_only_when_confirmed() {
     // A keyed checkpoint moves on its own.
     ok(run(
         db,
-        &["checkpoints", "audit", "orders", "--key", "c-1", "--set", "5"],
+        &[
+            "checkpoints",
+            "audit",
+            "orders",
+            "--key",
+            "c-1",
+            "--set",
+            "5",
+        ],
     ));
     let listed = json_lines(&ok(run(db, &["checkpoints", "-o", "json"])));
     assert_eq!(

@@ -124,23 +124,40 @@ fn serve_and_checkpoint_moves_on_nats() {
         .collect();
     let (first, last) = (seqs[0], seqs[2]);
     let at = |seq: i64| seq.to_string();
-    ok(photon_cmd(&prefix, &["checkpoints", "billing", "orders", "--set", &at(last)])
-        .output()
-        .unwrap());
+    ok(photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--set", &at(last)],
+    )
+    .output()
+    .unwrap());
     // Back to the first event: refused without --yes, done with it.
-    let refused = photon_cmd(&prefix, &["checkpoints", "billing", "orders", "--set", &at(first)])
-        .output()
-        .unwrap();
+    let refused = photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--set", &at(first)],
+    )
+    .output()
+    .unwrap();
     assert_eq!(refused.status.code(), Some(6));
     let moved = json_lines(&ok(photon_cmd(
         &prefix,
-        &["checkpoints", "billing", "orders", "--set", &at(first), "--yes", "-o", "json"],
+        &[
+            "checkpoints",
+            "billing",
+            "orders",
+            "--set",
+            &at(first),
+            "--yes",
+            "-o",
+            "json",
+        ],
     )
     .output()
     .unwrap()));
     assert_eq!(
         moved,
-        vec![json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": first, "previous": last})]
+        vec![
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": first, "previous": last})
+        ]
     );
 
     let server = Server::start(photon_cmd(&prefix, &["serve", "--bind", "127.0.0.1:0"]));
@@ -154,7 +171,10 @@ fn serve_and_checkpoint_moves_on_nats() {
     assert_eq!(topics.len(), 1);
     assert_eq!(
         server.get_json("/api/topics", &[]),
-        (200, json!({"supported": true, "reason": null, "topics": topics}))
+        (
+            200,
+            json!({"supported": true, "reason": null, "topics": topics})
+        )
     );
     assert_eq!(
         server.get_json("/api/lag", &[]),
@@ -176,7 +196,10 @@ fn serve_and_checkpoint_moves_on_nats() {
     );
     assert_eq!(
         server.get_json("/api/dlq", &[]),
-        (200, json!({"supported": true, "reason": null, "dead_letters": []}))
+        (
+            200,
+            json!({"supported": true, "reason": null, "dead_letters": []})
+        )
     );
     let (_, _, metrics) = server.request("GET", "/metrics", &[], "");
     assert!(
@@ -188,9 +211,12 @@ fn serve_and_checkpoint_moves_on_nats() {
         "{metrics}"
     );
     drop(server);
-    let reset = ok(photon_cmd(&prefix, &["checkpoints", "billing", "orders", "--reset", "--yes"])
-        .output()
-        .unwrap());
+    let reset = ok(photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--reset", "--yes"],
+    )
+    .output()
+    .unwrap());
     assert_eq!(
         String::from_utf8(reset.stdout).unwrap(),
         format!("billing orders *: none (was {first})\n")

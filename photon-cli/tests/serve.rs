@@ -99,7 +99,10 @@ fn the_api_answers_what_the_commands_print() {
         )
     );
     let topics = json_lines(&ok(run(&db, &["topics", "-o", "json"])));
-    assert_eq!(server.get_json("/api/topics", &auth).1["topics"], json!(topics));
+    assert_eq!(
+        server.get_json("/api/topics", &auth).1["topics"],
+        json!(topics)
+    );
     let lag = json!([
         {"subscription": "audit", "topic": "orders", "key": null, "checkpoint": 1, "head": 4, "lag": 3},
         {"subscription": "billing", "topic": "orders", "key": null, "checkpoint": 4, "head": 4, "lag": 0},
@@ -108,7 +111,10 @@ fn the_api_answers_what_the_commands_print() {
         server.get_json("/api/lag", &auth),
         (200, json!({"supported": true, "reason": null, "lag": lag}))
     );
-    assert_eq!(json!(json_lines(&ok(run(&db, &["lag", "-o", "json"])))), lag);
+    assert_eq!(
+        json!(json_lines(&ok(run(&db, &["lag", "-o", "json"])))),
+        lag
+    );
     let checkpoints = json!([
         {"subscription": "audit", "topic": "orders", "key": null, "checkpoint": 1},
         {"subscription": "billing", "topic": "orders", "key": null, "checkpoint": 4},
@@ -232,7 +238,11 @@ fn without_the_token_every_route_is_refused() {
         "/api/dlq/orders",
     ] {
         assert_eq!(server.get_json(path, &[]), (401, refused.clone()), "{path}");
-        assert_eq!(server.get_json(path, &wrong), (401, refused.clone()), "{path}");
+        assert_eq!(
+            server.get_json(path, &wrong),
+            (401, refused.clone()),
+            "{path}"
+        );
     }
     let letters = json_lines(&ok(run(&db, &["dlq", "list", "orders", "-o", "json"])));
     let id = letters[0]["dead_letter_id"].as_str().unwrap();
@@ -260,7 +270,10 @@ fn without_the_token_every_route_is_refused() {
     let (status, headers, _) = server.request("POST", "/login", &form, &format!("token={TOKEN}"));
     assert_eq!(status, 303);
     let cookie = format!("photon_token={TOKEN}; HttpOnly; SameSite=Strict; Path=/");
-    assert!(headers.contains(&("set-cookie".into(), cookie)), "{headers:?}");
+    assert!(
+        headers.contains(&("set-cookie".into(), cookie)),
+        "{headers:?}"
+    );
     let sent = format!("photon_token={TOKEN}");
     let (status, _, page) = server.request("GET", "/", &[("Cookie", &sent)], "");
     assert_eq!(status, 200);

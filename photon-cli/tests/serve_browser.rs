@@ -224,7 +224,12 @@ async fn the_page_shows_lag_and_replays_a_dead_letter_until_handled() {
     )
     .await;
     wait_for_text(&client, "#dlq-count", "1 stored, 0 not handled").await;
-    wait_for_text(&client, "tr[data-subscription='billing'] td.checkpoint", "5").await;
+    wait_for_text(
+        &client,
+        "tr[data-subscription='billing'] td.checkpoint",
+        "5",
+    )
+    .await;
     wait_for_text(&client, "tr[data-subscription='audit'] td.lag", "4").await;
     assert_eq!(
         client

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::{
-    CheckpointKey, EventStore, GroupRequest, PhotonError, ReplayWindow, Result, StartAt, StoragePort,
-    TransportCrypto,
+    CheckpointKey, EventStore, GroupRequest, PhotonError, ReplayWindow, Result, StartAt,
+    StoragePort, TransportCrypto,
 };
 use serde_json::json;
 

@@ -283,9 +283,10 @@ fn confirm(what: &str, yes: bool) -> Result<(), PhotonError> {
     eprint!("{what}.\nProceed? [y/N] ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
-    stdin.lock().read_line(&mut answer).map_err(|e| {
-        PhotonError::InvalidInput(format!("reading the confirmation: {e}"))
-    })?;
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| PhotonError::InvalidInput(format!("reading the confirmation: {e}")))?;
     if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
         Ok(())
     } else {

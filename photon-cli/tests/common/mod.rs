@@ -129,13 +129,19 @@ impl Server {
     /// `GET path` with the given headers: status and JSON body.
     pub fn get_json(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
         let (status, _, body) = self.request("GET", path, headers, "");
-        (status, serde_json::from_str(&body).unwrap_or(Value::String(body)))
+        (
+            status,
+            serde_json::from_str(&body).unwrap_or(Value::String(body)),
+        )
     }
 
     /// `POST path` with the given headers: status and JSON body.
     pub fn post_json(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
         let (status, _, body) = self.request("POST", path, headers, "");
-        (status, serde_json::from_str(&body).unwrap_or(Value::String(body)))
+        (
+            status,
+            serde_json::from_str(&body).unwrap_or(Value::String(body)),
+        )
     }
 }
 

@@ -46,7 +46,10 @@ pub(crate) fn install() -> Result<PrometheusHandle, PhotonError> {
 pub(crate) async fn render(State(app): State<Arc<App>>) -> impl IntoResponse {
     refresh_lag(&app).await;
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         app.metrics.render(),
     )
 }
@@ -58,8 +61,12 @@ async fn refresh_lag(app: &App) {
     match checkpoints::lag_rows(photon, None, None).await {
         Ok(rows) => {
             for row in rows {
-                ConsumerMetrics::new(backend, &row.topic, Consumer::Subscription(&row.subscription))
-                    .lag(row.head.unwrap_or(0), row.checkpoint.unwrap_or(0));
+                ConsumerMetrics::new(
+                    backend,
+                    &row.topic,
+                    Consumer::Subscription(&row.subscription),
+                )
+                .lag(row.head.unwrap_or(0), row.checkpoint.unwrap_or(0));
             }
         }
         Err(err) => report_skipped(&err),

@@ -89,7 +89,11 @@ pub async fn run(backend: Backend, output: Output, args: ServeArgs) -> Result<()
             )
         })?;
     let address = listener.local_addr().map_err(|e| {
-        PhotonError::config("--bind", args.bind.to_string(), format!("a bound address ({e})"))
+        PhotonError::config(
+            "--bind",
+            args.bind.to_string(),
+            format!("a bound address ({e})"),
+        )
     })?;
     let app = Arc::new(App {
         photon: photon.clone(),
