@@ -48,6 +48,11 @@
 //! - `load_checkpoint` returns the lowest shard position of a checkpoint (0 when a shard
 //!   has none): resuming every shard after it repeats events, never skips one. Durable
 //!   subscriptions resume each shard from its own position.
+//! - A checkpoint cannot be moved back or removed (`reset_checkpoint`, capability
+//!   `checkpoint_reset`): a commit log whose reading keeps the highest seq per entry has no
+//!   record that lowers one. `photon checkpoints --set`/`--reset` below the stored seq is
+//!   refused with `PhotonError::Unsupported`.
+//! - Topics and checkpoints cannot be listed (capability `catalog`).
 //!
 //! # Consumer groups (Fluvio)
 //!

@@ -12,6 +12,10 @@
 //! a shard has none), from which resuming every shard loses nothing (events of the shards
 //! that were further along are delivered again); durable subscriptions read every shard's
 //! position and resume each shard from its own.
+//!
+//! An operator's reset ([`NatsStoragePort::replace_checkpoint`]) writes the new seq to
+//! every shard of the checkpoint without comparing (each shard then resumes at its first
+//! event above it), or purges their subjects.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -154,5 +158,47 @@ impl NatsStoragePort {
             message: format!("checkpoint {subject}: lost {MAX_ATTEMPTS} compare-and-set races"),
             source: None,
         })
+    }
+
+    /// Sets every shard position of a checkpoint to `seq`, or purges them.
+    pub(crate) async fn replace_checkpoint(
+        &self,
+        key: &CheckpointKey,
+        seq: Option<i64>,
+    ) -> Result<()> {
+        let stream = self.checkpoint_stream().await?;
+        let names = &self.inner.names;
+        let shards: Vec<u32> = match key.key.as_deref() {
+            Some(topic_key) => vec![names.shard_of(Some(topic_key))],
+            None => (0..names.shards()).collect(),
+        };
+        for shard in shards {
+            let subject = names.checkpoint_subject(key, shard);
+            match seq {
+                Some(seq) => {
+                    let context = self.inner.streams.context();
+                    let sent = context
+                        .publish(subject.clone(), seq.to_string().into())
+                        .await;
+                    let acked = match sent {
+                        Ok(pending) => pending.await.map(drop),
+                        Err(err) => Err(err),
+                    };
+                    acked.map_err(|err| {
+                        unavailable(format!("cannot reset checkpoint {subject}"), err)
+                    })?;
+                }
+                None => {
+                    stream
+                        .purge()
+                        .filter(subject.clone())
+                        .await
+                        .map_err(|err| {
+                            unavailable(format!("cannot remove checkpoint {subject}"), err)
+                        })?;
+                }
+            }
+        }
+        Ok(())
     }
 }

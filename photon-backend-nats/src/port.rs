@@ -265,6 +265,7 @@ impl StoragePort for NatsStoragePort {
             consumer_groups: true,
             head_seq: true,
             catalog: true,
+            checkpoint_reset: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
                 ReplayCursor::TailOnly => ReplayWindow::TailOnly,
@@ -329,6 +330,10 @@ impl StoragePort for NatsStoragePort {
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
         self.raise_checkpoint(key, seq).await
+    }
+
+    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
+        self.replace_checkpoint(key, seq).await
     }
 
     fn checkpoint_lane(&self, _topic: &str, seq: i64) -> u32 {

@@ -1,8 +1,10 @@
-//! Checkpoints: one row per subscription, topic and key scope; raised, never lowered.
+//! Checkpoints: one row per subscription, topic and key scope; raised, never lowered by a
+//! commit.
 //!
 //! Commits go through the writer thread, so checkpoint writes are group-committed with
 //! appends; the upsert keeps `max(stored, new)`, so racing writers (also in two
-//! processes) can only raise the stored seq.
+//! processes) can only raise the stored seq. Only an operator's reset replaces or deletes
+//! the row.
 
 use photon_core::{CheckpointKey, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -47,24 +49,61 @@ impl SqliteStoragePort {
             .await
     }
 
-    /// Raises a checkpoint and waits for the commit.
-    pub(crate) async fn commit(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+    /// Writes a checkpoint and waits for the commit.
+    pub(crate) async fn write_checkpoint(&self, key: &CheckpointKey, write: Write) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Checkpoint {
             key: key.clone(),
-            seq,
+            write,
             reply,
         })?;
         answer.await.map_err(|_| writer_gone())?
     }
 }
 
-/// Stores `seq` unless a higher seq is stored, inside the writer's transaction.
-pub(crate) fn raise(
+/// What a checkpoint write does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// A consumer's commit: stores the seq unless a higher one is stored.
+    Raise(i64),
+    /// An operator's reset: stores the seq whatever is stored, or deletes the row.
+    Replace(Option<i64>),
+}
+
+/// Applies `write` inside the writer's transaction.
+pub(crate) fn apply(
     connection: &Connection,
     key: &CheckpointKey,
-    seq: i64,
+    write: Write,
 ) -> rusqlite::Result<()> {
+    match write {
+        Write::Raise(seq) => raise(connection, key, seq),
+        Write::Replace(seq) => replace(connection, key, seq),
+    }
+}
+
+/// Stores `seq` whatever is stored, or deletes the row.
+fn replace(connection: &Connection, key: &CheckpointKey, seq: Option<i64>) -> rusqlite::Result<()> {
+    let (keyed, topic_key) = scope(key);
+    match seq {
+        Some(seq) => connection
+            .prepare_cached(
+                "INSERT INTO checkpoints (subscription, topic, keyed, topic_key, seq) VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (subscription, topic, keyed, topic_key) DO UPDATE SET seq = excluded.seq",
+            )?
+            .execute(params![key.subscription, key.topic, keyed, topic_key, seq])?,
+        None => connection
+            .prepare_cached(
+                "DELETE FROM checkpoints \
+                 WHERE subscription = ?1 AND topic = ?2 AND keyed = ?3 AND topic_key = ?4",
+            )?
+            .execute(params![key.subscription, key.topic, keyed, topic_key])?,
+    };
+    Ok(())
+}
+
+/// Stores `seq` unless a higher seq is stored, inside the writer's transaction.
+fn raise(connection: &Connection, key: &CheckpointKey, seq: i64) -> rusqlite::Result<()> {
     let (keyed, topic_key) = scope(key);
     connection
         .prepare_cached(

@@ -11,6 +11,7 @@ use photon_core::{
     TopicInfo,
 };
 
+use crate::checkpoint::Write;
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
 use crate::error::{writer_gone, LABEL};
 use crate::group::SqliteCoordination;
@@ -180,6 +181,7 @@ impl StoragePort for SqliteStoragePort {
             consumer_groups: true,
             head_seq: true,
             catalog: true,
+            checkpoint_reset: true,
             durable: true,
             max_payload_bytes: self.inner.config.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -232,7 +234,11 @@ impl StoragePort for SqliteStoragePort {
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
-        self.commit(key, seq).await
+        self.write_checkpoint(key, Write::Raise(seq)).await
+    }
+
+    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
+        self.write_checkpoint(key, Write::Replace(seq)).await
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {

@@ -33,7 +33,7 @@ pub(crate) enum Command {
     /// Raise a checkpoint.
     Checkpoint {
         key: CheckpointKey,
-        seq: i64,
+        write: checkpoint::Write,
         reply: oneshot::Sender<Result<()>>,
     },
     /// Delete a topic's records below a seq.
@@ -197,8 +197,8 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
                 state.appended |= inserted;
                 Outcome::Appended(appended)
             }
-            Command::Checkpoint { key, seq, .. } => {
-                checkpoint::raise(&transaction, key, *seq)?;
+            Command::Checkpoint { key, write, .. } => {
+                checkpoint::apply(&transaction, key, *write)?;
                 Outcome::Done
             }
             Command::Truncate {

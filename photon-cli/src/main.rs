@@ -19,6 +19,10 @@ Examples:
   photon groups billing-workers orders --output json
   photon dlq list orders
   photon dlq replay orders --all
+  photon checkpoints
+  photon checkpoints billing orders --set 120
+  photon checkpoints billing orders --reset --yes
+  photon serve --bind 127.0.0.1:9470 --allow-replay --group billing-workers:orders
   photon keygen --id k2 --ring \"$PHOTON_TRANSPORT_KEYS\"
   photon completions bash > /etc/bash_completion.d/photon";
 
@@ -68,7 +72,7 @@ enum Command {
     Topics,
     /// Shows how far durable subscriptions are behind their topics' heads.
     Lag(commands::checkpoints::LagArgs),
-    /// Shows or raises a durable subscription's checkpoint.
+    /// Lists checkpoints, or shows, moves or removes one durable subscription's checkpoint.
     Checkpoints(commands::checkpoints::CheckpointArgs),
     /// Shows a consumer group's members, partition owners and positions.
     Groups(commands::groups::GroupArgs),
@@ -84,6 +88,8 @@ enum Command {
     },
     /// Checks that the backend answers and shows its capabilities.
     Doctor,
+    /// Serves /metrics (Prometheus), a JSON API under /api/ and the ops page at /.
+    Serve(commands::serve::ServeArgs),
 }
 
 #[tokio::main]
@@ -114,6 +120,7 @@ async fn main() -> std::process::ExitCode {
             Ok(())
         }
         Command::Doctor => commands::doctor::run(backend, output).await,
+        Command::Serve(args) => commands::serve::run(backend, output, args).await,
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

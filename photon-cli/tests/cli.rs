@@ -406,3 +406,164 @@ fn groups_show_as_json() {
         vec![json!({"group": "workers", "topic": "orders", "members": [], "partitions": []})]
     );
 }
+
+#[test]
+fn checkpoints_move_back_only_when_confirmed() {
+    let store = store();
+    let db = &store.path;
+    publish_orders(db, 0..6);
+    let moved = json_lines(&ok(run(
+        db,
+        &[
+            "checkpoints",
+            "billing",
+            "orders",
+            "--set",
+            "5",
+            "-o",
+            "json",
+        ],
+    )));
+    assert_eq!(
+        moved,
+        vec![
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": 5, "previous": null})
+        ]
+    );
+    // Back without --yes and without a terminal: refused, nothing moves.
+    let refused = run(db, &["checkpoints", "billing", "orders", "--set", "2"]);
+    assert_eq!(refused.status.code(), Some(6));
+    assert_eq!(
+        stderr(&refused),
+        "error: invalid input: move checkpoint billing on orders back from 5 to 2: the events after 2 are delivered again; pass --yes to confirm\n"
+    );
+    assert_eq!(
+        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        "billing orders *: 5\n"
+    );
+    assert_eq!(
+        stdout(&ok(run(
+            db,
+            &["checkpoints", "billing", "orders", "--set", "2", "--yes"]
+        ))),
+        "billing orders *: 2 (was 5)\n"
+    );
+    // Forward needs no confirmation; beyond the head and below 0 are refused.
+    assert_eq!(
+        stdout(&ok(run(
+            db,
+            &["checkpoints", "billing", "orders", "--set", "4"]
+        ))),
+        "billing orders *: 4 (was 2)\n"
+    );
+    let beyond = run(db, &["checkpoints", "billing", "orders", "--set", "7"]);
+    assert_eq!(beyond.status.code(), Some(6));
+    assert!(
+        stderr(&beyond).contains("--set 7: beyond the head of topic \"orders\" (6)"),
+        "{}",
+        stderr(&beyond)
+    );
+    let negative = run(db, &["checkpoints", "billing", "orders", "--set=-1"]);
+    assert_eq!(negative.status.code(), Some(6));
+    // A keyed checkpoint moves on its own.
+    ok(run(
+        db,
+        &[
+            "checkpoints",
+            "audit",
+            "orders",
+            "--key",
+            "c-1",
+            "--set",
+            "5",
+        ],
+    ));
+    let listed = json_lines(&ok(run(db, &["checkpoints", "-o", "json"])));
+    assert_eq!(
+        listed,
+        vec![
+            json!({"subscription": "audit", "topic": "orders", "key": "c-1", "checkpoint": 5}),
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": 4}),
+        ]
+    );
+    // A reset removes the checkpoint, confirmed.
+    let unconfirmed = run(db, &["checkpoints", "billing", "orders", "--reset"]);
+    assert_eq!(unconfirmed.status.code(), Some(6));
+    assert!(
+        stderr(&unconfirmed).contains("remove checkpoint billing on orders (at 4)"),
+        "{}",
+        stderr(&unconfirmed)
+    );
+    assert_eq!(
+        stdout(&ok(run(
+            db,
+            &["checkpoints", "billing", "orders", "--reset", "-y"]
+        ))),
+        "billing orders *: none (was 4)\n"
+    );
+    assert_eq!(
+        stdout(&ok(run(db, &["checkpoints"]))),
+        "audit orders c-1: 5\n"
+    );
+    let both = run(
+        db,
+        &["checkpoints", "billing", "orders", "--reset", "--set", "1"],
+    );
+    assert_eq!(both.status.code(), Some(2));
+}
+
+/// On a terminal a move back is asked for: `y` moves it, anything else leaves it.
+#[test]
+fn a_move_back_is_asked_for_on_a_terminal() {
+    // `script` (util-linux) gives the command a terminal as its standard input.
+    if !Path::new("/usr/bin/script").exists() {
+        println!("skipped: /usr/bin/script is missing (util-linux), so no terminal can be given");
+        return;
+    }
+    let store = store();
+    let db = &store.path;
+    publish_orders(db, 0..3);
+    ok(run(db, &["checkpoints", "billing", "orders", "--set", "3"]));
+    let on_terminal = |answer: &str, seq: &str| {
+        let line = format!(
+            "{} checkpoints billing orders --set {seq}",
+            env!("CARGO_BIN_EXE_photon")
+        );
+        let mut child = Command::new("/usr/bin/script")
+            .args(["-qec", &line, "/dev/null"])
+            .env("PHOTON_BACKEND", "sqlite")
+            .env("PHOTON_SQLITE_PATH", db)
+            .env_remove("PHOTON_OUTPUT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let declined = on_terminal("n\n", "1");
+    assert_eq!(declined.status.code(), Some(6));
+    let text = stdout(&declined);
+    assert!(
+        text.contains("move checkpoint billing on orders back from 3 to 1: the events after 1 are delivered again.\r\nProceed? [y/N] "),
+        "{text:?}"
+    );
+    assert!(text.contains("not confirmed, nothing changed"), "{text:?}");
+    assert_eq!(
+        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        "billing orders *: 3\n"
+    );
+    let accepted = on_terminal("y\n", "1");
+    assert_eq!(accepted.status.code(), Some(0), "{}", stdout(&accepted));
+    assert!(
+        stdout(&accepted).contains("billing orders *: 1 (was 3)"),
+        "{}",
+        stdout(&accepted)
+    );
+}

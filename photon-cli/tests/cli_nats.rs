@@ -1,12 +1,12 @@
 //! The `photon` binary against the NATS server at 127.0.0.1:4222, under a prefix of its
-//! own: topics, lag and dead-letter listing read what the server holds.
+//! own: topics, lag, checkpoint moves and `photon serve` read what the server holds.
 
 mod common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::{json_lines, ok};
+use common::{json_lines, ok, Server};
 use serde_json::json;
 
 fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
@@ -82,6 +82,144 @@ fn topics_and_lag_on_nats() {
             "head": seqs[2],
             "lag": seqs[2] - seqs[0],
         })]
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let port = photon::nats::NatsStoragePortBuilder::new()
+            .url("nats://127.0.0.1:4222")
+            .prefix(&prefix)
+            .build()
+            .await
+            .unwrap();
+        port.delete_all_streams().await.unwrap();
+    });
+}
+
+#[test]
+fn serve_and_checkpoint_moves_on_nats() {
+    if std::net::TcpStream::connect("127.0.0.1:4222").is_err() {
+        photon_testkit::skip_or_fail("nats", "no server at 127.0.0.1:4222");
+        return;
+    }
+    let prefix = format!("srv{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
+    let mut child = photon_cmd(
+        &prefix,
+        &["publish", "orders", "--key-field", "c", "-o", "json"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n")
+        .unwrap();
+    let published = json_lines(&ok(child.wait_with_output().unwrap()));
+    let seqs: Vec<i64> = published
+        .iter()
+        .map(|p| p["seq"].as_i64().unwrap())
+        .collect();
+    let (first, last) = (seqs[0], seqs[2]);
+    let at = |seq: i64| seq.to_string();
+    ok(photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--set", &at(last)],
+    )
+    .output()
+    .unwrap());
+    // Back to the first event: refused without --yes, done with it.
+    let refused = photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--set", &at(first)],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(refused.status.code(), Some(6));
+    let moved = json_lines(&ok(photon_cmd(
+        &prefix,
+        &[
+            "checkpoints",
+            "billing",
+            "orders",
+            "--set",
+            &at(first),
+            "--yes",
+            "-o",
+            "json",
+        ],
+    )
+    .output()
+    .unwrap()));
+    assert_eq!(
+        moved,
+        vec![
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": first, "previous": last})
+        ]
+    );
+
+    let server = Server::start(photon_cmd(&prefix, &["serve", "--bind", "127.0.0.1:0"]));
+    let (status, overview) = server.get_json("/api/overview", &[]);
+    assert_eq!(status, 200);
+    assert_eq!(overview["backend"], json!("nats"));
+    assert_eq!(overview["replay_allowed"], json!(false));
+    let topics = json_lines(&ok(photon_cmd(&prefix, &["topics", "-o", "json"])
+        .output()
+        .unwrap()));
+    assert_eq!(topics.len(), 1);
+    assert_eq!(
+        server.get_json("/api/topics", &[]),
+        (
+            200,
+            json!({"supported": true, "reason": null, "topics": topics})
+        )
+    );
+    assert_eq!(
+        server.get_json("/api/lag", &[]),
+        (
+            200,
+            json!({"supported": true, "reason": null, "lag": [
+                {"subscription": "billing", "topic": "orders", "key": null, "checkpoint": first, "head": last, "lag": last - first}
+            ]})
+        )
+    );
+    assert_eq!(
+        server.get_json("/api/checkpoints", &[]),
+        (
+            200,
+            json!({"supported": true, "reason": null, "checkpoints": [
+                {"subscription": "billing", "topic": "orders", "key": null, "checkpoint": first}
+            ]})
+        )
+    );
+    assert_eq!(
+        server.get_json("/api/dlq", &[]),
+        (
+            200,
+            json!({"supported": true, "reason": null, "dead_letters": []})
+        )
+    );
+    let (_, _, metrics) = server.request("GET", "/metrics", &[], "");
+    assert!(
+        metrics.lines().any(|line| line
+            == format!(
+                "photon_subscription_lag{{backend=\"nats\",topic=\"orders\",subscription=\"billing\"}} {}",
+                last - first
+            )),
+        "{metrics}"
+    );
+    drop(server);
+    let reset = ok(photon_cmd(
+        &prefix,
+        &["checkpoints", "billing", "orders", "--reset", "--yes"],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(
+        String::from_utf8(reset.stdout).unwrap(),
+        format!("billing orders *: none (was {first})\n")
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {

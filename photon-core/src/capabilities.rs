@@ -31,6 +31,8 @@ pub struct StorageCapabilities {
     pub head_seq: bool,
     /// `list_topics` and `list_checkpoints` work.
     pub catalog: bool,
+    /// `reset_checkpoint` works: a checkpoint can be moved back or removed.
+    pub checkpoint_reset: bool,
     /// Replay reach.
     pub replay: ReplayWindow,
     /// Events survive a process restart.
@@ -51,6 +53,7 @@ impl Default for StorageCapabilities {
             consumer_groups: false,
             head_seq: false,
             catalog: false,
+            checkpoint_reset: false,
             replay: ReplayWindow::Full,
             durable: false,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,

@@ -301,6 +301,25 @@ pub trait StoragePort: Send + Sync + 'static {
     /// Storage errors of the port.
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()>;
 
+    /// Moves a checkpoint to `seq`, below the stored position too, or removes it (`None`):
+    /// an operator's rewind or skip, never the consumers' commit path.
+    ///
+    /// - Requires capability `checkpoint_reset`.
+    /// - Afterwards `load_checkpoint` returns `seq` (`None` after a removal), and a durable
+    ///   subscription opened on the key starts at the first event with a seq above `seq`
+    ///   in every shard (after a removal: where its start policy says).
+    /// - Later commits raise the new position as usual; one below it is ignored.
+    /// - Other checkpoints (subscriptions, topics, keys) are untouched.
+    /// - A consumer already running on the checkpoint keeps the position it holds in
+    ///   memory, and its next commit raises the checkpoint again: stop it first.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] without the capability; storage errors of the port.
+    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
+        let _ = (key, seq);
+        Err(self.unsupported("reset_checkpoint"))
+    }
+
     /// Which independent position a seq of this topic belongs to. Sharded ports whose seqs
     /// are only ordered within a shard return the shard; checkpoint coalescing keeps one
     /// pending value per lane so that no lane's progress hides another's.

@@ -469,6 +469,51 @@ impl Photon {
             .await
     }
 
+    /// Moves a checkpoint to `seq`, below the stored one too, or removes it with `None`:
+    /// for operators who rewind or skip a subscription. Stop the subscription's consumers
+    /// first: a running one keeps its position in memory and commits it again.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unsupported`] where the port cannot (capability
+    /// `checkpoint_reset`); [`PhotonError::InvalidTopic`] or `InvalidKey`;
+    /// [`PhotonError::InvalidInput`] for a negative seq; the port's storage errors.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// photon.set_checkpoint("billing", "orders", None, 42).await?;
+    /// photon.reset_checkpoint("billing", "orders", None, Some(7)).await?;
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, Some(7));
+    /// photon.reset_checkpoint("billing", "orders", None, None).await?;
+    /// assert_eq!(photon.checkpoint("billing", "orders", None).await?, None);
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn reset_checkpoint(
+        &self,
+        name: &str,
+        topic: &str,
+        key: Option<&str>,
+        seq: Option<i64>,
+    ) -> Result<()> {
+        validate_topic_name(topic)?;
+        if let Some(key) = key {
+            photon_core::validate_topic_key(topic, key)?;
+        }
+        if let Some(seq) = seq.filter(|seq| *seq < 0) {
+            return Err(PhotonError::InvalidInput(format!(
+                "checkpoint seq {seq}: must be 0 or more"
+            )));
+        }
+        let port = self.store().port();
+        if !port.capabilities().checkpoint_reset {
+            return Err(port.unsupported("reset_checkpoint"));
+        }
+        port.reset_checkpoint(&CheckpointKey::new(name, topic, key), seq)
+            .await
+    }
+
     /// This instance as an object-safe backend.
     pub fn backend(&self) -> Arc<dyn PhotonBackend> {
         self.inner.backend.clone()

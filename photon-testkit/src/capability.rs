@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::{
-    EventStore, GroupRequest, PhotonError, ReplayWindow, Result, StartAt, StoragePort,
-    TransportCrypto,
+    CheckpointKey, EventStore, GroupRequest, PhotonError, ReplayWindow, Result, StartAt,
+    StoragePort, TransportCrypto,
 };
 use serde_json::json;
 
@@ -32,6 +32,8 @@ pub enum Capability {
     Catalog,
     /// `truncate`: `truncate_before`.
     Truncate,
+    /// `checkpoint_reset`: `reset_checkpoint`.
+    CheckpointReset,
     /// `consumer_groups`: `subscribe_group`, and the group primitive (`group_coordination`)
     /// that every Photon port with groups provides.
     ConsumerGroups,
@@ -49,6 +51,7 @@ impl Capability {
             Self::HeadSeq => claims.head_seq,
             Self::Catalog => claims.catalog,
             Self::Truncate => claims.truncate,
+            Self::CheckpointReset => claims.checkpoint_reset,
             Self::ConsumerGroups => claims.consumer_groups,
             Self::Replay => claims.replay != ReplayWindow::TailOnly,
         }
@@ -102,6 +105,13 @@ impl Capability {
                 "truncate_before",
                 port.truncate_before(&topic, 1).await.map(drop),
             ),
+            Self::CheckpointReset => {
+                let key = CheckpointKey::new(ctx.subscription("unsupported"), &topic, None);
+                check(
+                    "reset_checkpoint",
+                    port.reset_checkpoint(&key, Some(1)).await,
+                );
+            }
             Self::ConsumerGroups => {
                 let mut deliveries = port.subscribe_group(GroupRequest {
                     group: ctx.subscription("unsupported"),

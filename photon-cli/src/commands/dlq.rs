@@ -3,10 +3,10 @@
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use photon::{DeadLetter, Photon, PhotonError};
-use serde_json::json;
+use serde::Serialize;
 
 use super::backend::Backend;
-use super::output::Output;
+use super::output::{to_json, Output};
 
 /// What to do with dead letters.
 #[derive(Debug, Subcommand)]
@@ -48,6 +48,65 @@ pub struct ReplayArgs {
     all: bool,
 }
 
+/// One replayed dead letter: as `dlq replay` prints it and `/api/dlq/.../replay` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplayRow {
+    /// The dead letter's id.
+    pub dead_letter_id: String,
+    /// Id of the event published again.
+    pub event_id: String,
+    /// Its seq on the original topic.
+    pub seq: i64,
+}
+
+/// The dead letters of `topic`, oldest first.
+///
+/// # Errors
+/// `Unsupported` where the backend cannot list a topic; the port's errors.
+pub async fn letters(photon: &Photon, topic: &str) -> Result<Vec<DeadLetter>, PhotonError> {
+    photon.dead_letters(topic).await
+}
+
+/// The dead letters of every topic that has a dead-letter topic, by topic, oldest first.
+///
+/// # Errors
+/// `Unsupported` where the backend cannot list its topics; as [`letters`].
+pub async fn all_letters(photon: &Photon) -> Result<Vec<DeadLetter>, PhotonError> {
+    let suffix = photon.executor_config().dead_letter_topic("");
+    let mut all = Vec::new();
+    for topic in super::topics::list(photon).await? {
+        if let Some(original) = topic.name.strip_suffix(&suffix) {
+            all.extend(letters(photon, original).await?);
+        }
+    }
+    Ok(all)
+}
+
+/// One dead letter of `topic` by its id or its original event's id.
+///
+/// # Errors
+/// `NotFound` naming the id and topic; as [`letters`].
+pub async fn find(photon: &Photon, topic: &str, id: &str) -> Result<DeadLetter, PhotonError> {
+    letters(photon, topic)
+        .await?
+        .into_iter()
+        .find(|letter| letter.dead_letter_id == id || letter.original.event_id == id)
+        .ok_or_else(|| PhotonError::NotFound(format!("dead letter {id} of topic {topic}")))
+}
+
+/// Publishes a dead letter's original event again on its topic (the letter stays).
+///
+/// # Errors
+/// As `Photon::replay_dead_letter`.
+pub async fn replay_one(photon: &Photon, letter: &DeadLetter) -> Result<ReplayRow, PhotonError> {
+    let appended = photon.replay_dead_letter(letter).await?;
+    Ok(ReplayRow {
+        dead_letter_id: letter.dead_letter_id.clone(),
+        event_id: appended.event_id,
+        seq: appended.seq,
+    })
+}
+
 /// Runs a `dlq` command.
 ///
 /// # Errors
@@ -57,14 +116,14 @@ pub async fn run(backend: Backend, output: Output, command: DlqCommand) -> Resul
     let photon = backend.photon().await?;
     match command {
         DlqCommand::List(args) => {
-            for letter in photon.dead_letters(&args.topic).await? {
-                output.emit(&letter_json(&letter)?, || summary(&letter));
+            for letter in letters(&photon, &args.topic).await? {
+                output.emit(&to_json("dead letter", &letter)?, || summary(&letter));
             }
             Ok(())
         }
         DlqCommand::Show(args) => {
             let letter = find(&photon, &args.topic, &args.id).await?;
-            let value = letter_json(&letter)?;
+            let value = to_json("dead letter", &letter)?;
             output.emit(&value, || {
                 serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string())
             });
@@ -73,16 +132,12 @@ pub async fn run(backend: Backend, output: Output, command: DlqCommand) -> Resul
         DlqCommand::Replay(args) => {
             let letters = match &args.id {
                 Some(id) => vec![find(&photon, &args.topic, id).await?],
-                None => photon.dead_letters(&args.topic).await?,
+                None => letters(&photon, &args.topic).await?,
             };
             replay(&photon, output, &letters).await?;
             photon.shutdown().await
         }
     }
-}
-
-fn letter_json(letter: &DeadLetter) -> Result<serde_json::Value, PhotonError> {
-    serde_json::to_value(letter).map_err(|e| PhotonError::codec("dead letter", e))
 }
 
 fn summary(letter: &DeadLetter) -> String {
@@ -98,15 +153,6 @@ fn summary(letter: &DeadLetter) -> String {
     )
 }
 
-async fn find(photon: &Photon, topic: &str, id: &str) -> Result<DeadLetter, PhotonError> {
-    photon
-        .dead_letters(topic)
-        .await?
-        .into_iter()
-        .find(|letter| letter.dead_letter_id == id || letter.original.event_id == id)
-        .ok_or_else(|| PhotonError::NotFound(format!("dead letter {id} of topic {topic}")))
-}
-
 /// Replays each letter, with a progress bar on a terminal; a letter that cannot be
 /// replayed is reported and the others go on.
 async fn replay(
@@ -120,22 +166,18 @@ async fn replay(
     }
     let mut failed = 0usize;
     for letter in letters {
-        match photon.replay_dead_letter(letter).await {
-            Ok(appended) => bar.suspend(|| {
-                output.emit(
-                    &json!({
-                        "dead_letter_id": letter.dead_letter_id,
-                        "event_id": appended.event_id,
-                        "seq": appended.seq,
-                    }),
-                    || {
+        match replay_one(photon, letter).await {
+            Ok(row) => {
+                let value = to_json("replay", &row)?;
+                bar.suspend(|| {
+                    output.emit(&value, || {
                         format!(
                             "replayed {} as seq {} id {}",
-                            letter.dead_letter_id, appended.seq, appended.event_id
+                            row.dead_letter_id, row.seq, row.event_id
                         )
-                    },
-                );
-            }),
+                    });
+                });
+            }
             Err(err) => {
                 failed += 1;
                 bar.suspend(|| eprintln!("not replayed: {}: {err}", letter.dead_letter_id));

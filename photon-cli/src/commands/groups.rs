@@ -1,10 +1,11 @@
 //! `groups`: a consumer group's members, partition owners and positions.
 
 use clap::Args;
-use photon::PhotonError;
+use photon::runtime::GroupStatus;
+use photon::{Photon, PhotonError};
 
 use super::backend::Backend;
-use super::output::{show, Output};
+use super::output::{show, to_json, Output};
 
 /// Which group.
 #[derive(Debug, Args)]
@@ -15,6 +16,14 @@ pub struct GroupArgs {
     topic: String,
 }
 
+/// A group's live members and partitions.
+///
+/// # Errors
+/// `Unsupported` on backends whose groups do not run the lease protocol; the port's errors.
+pub async fn status(photon: &Photon, group: &str, topic: &str) -> Result<GroupStatus, PhotonError> {
+    photon.group_status(group, topic).await
+}
+
 /// Prints the group's live members, then one line per partition: owner, epoch,
 /// checkpoint, and the distance from the checkpoint to the topic's head.
 ///
@@ -22,9 +31,8 @@ pub struct GroupArgs {
 /// `Unsupported` on backends whose groups do not run the lease protocol; the port's errors.
 pub async fn run(backend: Backend, output: Output, args: GroupArgs) -> Result<(), PhotonError> {
     let photon = backend.photon().await?;
-    let status = photon.group_status(&args.group, &args.topic).await?;
-    let value = serde_json::to_value(&status).map_err(|e| PhotonError::codec("group status", e))?;
-    output.emit(&value, || {
+    let status = status(&photon, &args.group, &args.topic).await?;
+    output.emit(&to_json("group status", &status)?, || {
         let members = if status.members.is_empty() {
             "none".to_owned()
         } else {

@@ -9,4 +9,5 @@ pub mod events;
 pub mod groups;
 pub mod keygen;
 pub mod output;
+pub mod serve;
 pub mod topics;

@@ -63,7 +63,7 @@ pub fn exit_code(err: &PhotonError) -> u8 {
 }
 
 /// A short name of the error's kind, for JSON output.
-fn kind(err: &PhotonError) -> &'static str {
+pub fn kind(err: &PhotonError) -> &'static str {
     match exit_code(err) {
         3 => "not_found",
         4 => "unavailable",
@@ -72,6 +72,14 @@ fn kind(err: &PhotonError) -> &'static str {
         7 => "unsupported",
         _ => "failure",
     }
+}
+
+/// `value` as JSON; `what` names it in the error.
+///
+/// # Errors
+/// [`PhotonError::Codec`] (not expected: every value printed is plain data).
+pub fn to_json(what: &str, value: &impl serde::Serialize) -> Result<Value, PhotonError> {
+    serde_json::to_value(value).map_err(|e| PhotonError::codec(what, e))
 }
 
 /// `Some(n)` as its text, `None` as `none`.

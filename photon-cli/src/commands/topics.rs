@@ -1,22 +1,29 @@
 //! `topics`: every topic the backend holds, with head, size and shards.
 
-use photon::PhotonError;
+use photon::core::TopicInfo;
+use photon::{Photon, PhotonError};
 
 use super::backend::Backend;
-use super::output::{show, Output};
+use super::output::{show, to_json, Output};
+
+/// Every topic the backend holds (dead-letter topics included), sorted by name.
+///
+/// # Errors
+/// `Unsupported` on backends that cannot list their topics; the port's errors.
+pub async fn list(photon: &Photon) -> Result<Vec<TopicInfo>, PhotonError> {
+    photon.store().port().list_topics().await
+}
 
 /// Prints one line per topic: name, head seq, stored events, bytes and shards (`-` where
 /// the backend cannot tell).
 ///
 /// # Errors
-/// `Unsupported` on backends that cannot list their topics; the port's errors.
+/// As [`list`].
 pub async fn run(backend: Backend, output: Output) -> Result<(), PhotonError> {
     let photon = backend.photon().await?;
-    let topics = photon.store().port().list_topics().await?;
     let unknown = |value: Option<u64>| value.map_or_else(|| "-".to_owned(), |v| v.to_string());
-    for topic in &topics {
-        let value = serde_json::to_value(topic).map_err(|e| PhotonError::codec("topic", e))?;
-        output.emit(&value, || {
+    for topic in list(&photon).await? {
+        output.emit(&to_json("topic", &topic)?, || {
             format!(
                 "{} head {} events {} bytes {} shards {}",
                 topic.name,

@@ -14,4 +14,17 @@ impl MemStoragePort {
         let stored = state.checkpoints.entry(key.clone()).or_insert(seq);
         *stored = (*stored).max(seq);
     }
+
+    /// Replaces a checkpoint with `seq`, or removes it.
+    pub(super) fn replace_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) {
+        let mut state = self.shared.lock();
+        match seq {
+            Some(seq) => {
+                state.checkpoints.insert(key.clone(), seq);
+            }
+            None => {
+                state.checkpoints.remove(key);
+            }
+        }
+    }
 }

@@ -111,6 +111,7 @@ impl StoragePort for MemStoragePort {
             consumer_groups: true,
             head_seq: true,
             catalog: true,
+            checkpoint_reset: true,
             durable: false,
             max_payload_bytes: self.shared.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -167,6 +168,11 @@ impl StoragePort for MemStoragePort {
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
         self.raise_checkpoint(key, seq);
+        Ok(())
+    }
+
+    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
+        self.replace_checkpoint(key, seq);
         Ok(())
     }
 

@@ -187,6 +187,10 @@ impl StoragePort for HookedPort {
         self.inner.commit_checkpoint(key, seq).await
     }
 
+    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
+        self.inner.reset_checkpoint(key, seq).await
+    }
+
     fn checkpoint_lane(&self, topic: &str, seq: i64) -> u32 {
         self.inner.checkpoint_lane(topic, seq)
     }

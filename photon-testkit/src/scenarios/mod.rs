@@ -65,6 +65,7 @@ macro_rules! __photon_scenarios {
             replay::resume_without_checkpoint [],
             replay::sharded_resume_loses_nothing [],
             replay::gap_after_truncate [Truncate, Replay],
+            replay::checkpoint_reset [CheckpointReset, Replay],
             queries::get_event [GetEvent],
             queries::listing [List],
             queries::catalog [Catalog],

@@ -136,6 +136,90 @@ pub async fn checkpoint_isolation(ctx: Context) {
     assert_eq!(port.load_checkpoint(&keys[4]).await.unwrap(), None);
 }
 
+/// An operator's reset: a checkpoint moved back reads as the new seq and a durable
+/// subscription resumes after it in every shard; a later lower commit is ignored; a removed
+/// checkpoint reads as none and resumes per the start policy; a keyed checkpoint moves on
+/// its own, and other checkpoints stay.
+pub async fn checkpoint_reset(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let topic = ctx.topic("reset");
+    let mut seqs = Vec::new();
+    for i in 0..12 {
+        let key = format!("k{}", i % 3);
+        let appended = store
+            .publish(&topic, Some(&key), json!(null), json!({"i": i}))
+            .await
+            .unwrap();
+        seqs.push((key, appended.seq));
+    }
+    let whole = CheckpointKey::new(ctx.subscription("whole"), &topic, None);
+    let keyed = CheckpointKey::new(ctx.subscription("keyed"), &topic, Some("k1"));
+    let other = CheckpointKey::new(ctx.subscription("other"), &topic, Some("k2"));
+    for (key, seq) in &seqs {
+        port.commit_checkpoint(&whole, *seq).await.unwrap();
+        if key == "k1" {
+            port.commit_checkpoint(&keyed, *seq).await.unwrap();
+        }
+        if key == "k2" {
+            port.commit_checkpoint(&other, *seq).await.unwrap();
+        }
+    }
+    let other_before = port.load_checkpoint(&other).await.unwrap();
+    assert!(other_before.is_some());
+
+    let back = seqs[3].1;
+    port.reset_checkpoint(&whole, Some(back)).await.unwrap();
+    assert_eq!(port.load_checkpoint(&whole).await.unwrap(), Some(back));
+    let mut expected: Vec<i64> = seqs.iter().map(|(_, s)| *s).filter(|s| *s > back).collect();
+    let mut resumed = store.subscribe_after_checkpoint(whole.clone(), StartPolicy::Beginning);
+    let mut got: Vec<i64> = take_exact(&mut resumed, expected.len())
+        .await
+        .into_iter()
+        .map(|e| ok(e).seq)
+        .collect();
+    assert_quiet(&mut resumed, Duration::from_millis(200)).await;
+    drop(resumed);
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected, "resumed after the reset seq {back}");
+
+    port.commit_checkpoint(&whole, seqs[1].1).await.unwrap();
+    assert_eq!(port.load_checkpoint(&whole).await.unwrap(), Some(back));
+
+    port.reset_checkpoint(&whole, None).await.unwrap();
+    assert_eq!(port.load_checkpoint(&whole).await.unwrap(), None);
+    let mut from_start = store.subscribe_after_checkpoint(whole.clone(), StartPolicy::Beginning);
+    let mut all: Vec<i64> = take_exact(&mut from_start, seqs.len())
+        .await
+        .into_iter()
+        .map(|e| ok(e).seq)
+        .collect();
+    assert_quiet(&mut from_start, Duration::from_millis(200)).await;
+    drop(from_start);
+    all.sort_unstable();
+    let mut every: Vec<i64> = seqs.iter().map(|(_, s)| *s).collect();
+    every.sort_unstable();
+    assert_eq!(all, every, "resumed from the beginning after the removal");
+
+    let k1: Vec<i64> = seqs
+        .iter()
+        .filter(|(key, _)| key == "k1")
+        .map(|(_, s)| *s)
+        .collect();
+    port.reset_checkpoint(&keyed, Some(k1[0])).await.unwrap();
+    assert_eq!(port.load_checkpoint(&keyed).await.unwrap(), Some(k1[0]));
+    let mut keyed_stream = store.subscribe_after_checkpoint(keyed.clone(), StartPolicy::Beginning);
+    let keyed_got: Vec<i64> = take_exact(&mut keyed_stream, k1.len() - 1)
+        .await
+        .into_iter()
+        .map(|e| ok(e).seq)
+        .collect();
+    assert_quiet(&mut keyed_stream, Duration::from_millis(200)).await;
+    assert_eq!(keyed_got, k1[1..].to_vec());
+    assert_eq!(port.load_checkpoint(&other).await.unwrap(), other_before);
+}
+
 /// Consume 500 of 1,000 durably, drop the subscription, resume: exactly the other 500.
 pub async fn durable_resume(ctx: Context) {
     let store = ctx.store().await;
