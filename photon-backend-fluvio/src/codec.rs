@@ -84,6 +84,7 @@ mod tests {
             body: Body::Plain {
                 actor: json!({"a": 1}),
                 payload: json!({"p": "ü"}),
+                headers: photon_core::Headers::new(),
             },
         }
     }

@@ -164,6 +164,7 @@ mod tests {
         let body = Body::Plain {
             actor: json!(null),
             payload: deep,
+            headers: photon_core::Headers::new(),
         };
         let text = serde_json::to_string(&body).unwrap();
         assert!(
@@ -184,6 +185,7 @@ mod tests {
             body: Body::Plain {
                 actor: json!(1),
                 payload: json!({"a": [1, 2]}),
+                headers: photon_core::Headers::from([("h".to_owned(), "v".to_owned())]),
             },
         };
         let row = PendingRow::encode(draft.clone()).unwrap();

@@ -589,6 +589,41 @@ mod tests {
         std::mem::forget(hostile);
     }
 
+    #[tokio::test]
+    async fn headers_count_towards_the_size_limit_and_are_checked_before_storing() {
+        let port = crate::mem::MemStoragePort::with_max_payload_bytes(64);
+        let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
+        // Actor `null` and a 50-byte payload fit; 14 bytes of headers more do not.
+        let payload = json!("x".repeat(48));
+        let headers = Headers::from([("ab".to_owned(), "cd".to_owned())]);
+        assert_eq!(counted_len(&headers), r#"{"ab":"cd"}"#.len());
+        let appended = store
+            .publish("t", None, json!(null), payload.clone())
+            .await
+            .unwrap();
+        assert_eq!(appended.seq, 1);
+        match store
+            .publish_with_headers("t", None, json!(null), payload, headers)
+            .await
+        {
+            Err(PhotonError::PayloadTooLarge { size, limit, .. }) => {
+                assert_eq!((size, limit), (4 + 50 + 11, 64));
+            }
+            other => panic!("expected PayloadTooLarge, got {other:?}"),
+        }
+        let bad = Headers::from([("bad name".to_owned(), "v".to_owned())]);
+        match store
+            .publish_with_headers("t", None, json!(null), json!(1), bad)
+            .await
+        {
+            Err(PhotonError::InvalidHeader { topic, header, .. }) => {
+                assert_eq!((topic.as_str(), header.as_str()), ("t", "bad name"));
+            }
+            other => panic!("expected InvalidHeader, got {other:?}"),
+        }
+        assert_eq!(store.port().head_seq("t", None).await.unwrap(), Some(1));
+    }
+
     #[test]
     fn envelope_ids_are_hyphenated_lower_case_v7_uuids() {
         let id = new_envelope_id(Utc::now());
