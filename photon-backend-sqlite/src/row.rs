@@ -1,4 +1,8 @@
 //! Records as rows: encoding a draft for the writer, decoding a row into a record.
+//!
+//! The `body` column holds the body's JSON: `{"form":"plain","actor":..,"payload":..}`
+//! with `"headers":{..}` when the event has headers, or the sealed form (headers inside
+//! the seal). Rows written before headers existed have no `headers` and read as none.
 
 use chrono::DateTime;
 use photon_core::{PhotonError, Record, RecordDraft, Result};

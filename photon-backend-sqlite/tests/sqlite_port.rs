@@ -112,7 +112,8 @@ async fn rows_stored_before_headers_read_as_without_headers() {
     let new = port.append(with_headers).await.unwrap();
     let without = port.append(draft("t", None, 3)).await.unwrap();
 
-    let store = photon_core::EventStore::new(Arc::new(port), photon_core::TransportCrypto::plaintext());
+    let store =
+        photon_core::EventStore::new(Arc::new(port), photon_core::TransportCrypto::plaintext());
     let mut events = store.subscribe("t", None, StartAt::Beginning);
     let mut read = Vec::new();
     for _ in 0..3 {
@@ -126,9 +127,19 @@ async fn rows_stored_before_headers_read_as_without_headers() {
     assert_eq!(
         seen,
         vec![
-            (old.seq, json!("u"), json!({"n": 1}), photon_core::Headers::new()),
+            (
+                old.seq,
+                json!("u"),
+                json!({"n": 1}),
+                photon_core::Headers::new()
+            ),
             (new.seq, json!(null), json!({"i": 2}), headers),
-            (without.seq, json!(null), json!({"i": 3}), photon_core::Headers::new()),
+            (
+                without.seq,
+                json!(null),
+                json!({"i": 3}),
+                photon_core::Headers::new()
+            ),
         ]
     );
     let body: String = connection

@@ -87,9 +87,9 @@ impl std::fmt::Display for HeaderProblem {
             Self::TooMany { count, limit } => {
                 write!(f, "{count} headers, over the limit of {limit} headers")
             }
-            Self::InvalidName => f.write_str(
-                "a header name is 1 or more ASCII letters, digits, '-', '_' or '.'",
-            ),
+            Self::InvalidName => {
+                f.write_str("a header name is 1 or more ASCII letters, digits, '-', '_' or '.'")
+            }
             Self::NameTooLong { len, limit } => {
                 write!(f, "name of {len} bytes, over the limit of {limit} bytes")
             }
@@ -209,9 +209,15 @@ mod tests {
 
     #[test]
     fn names_and_values_within_the_rules_pass() {
-        let mut headers = one(TRACEPARENT, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        let mut headers = one(
+            TRACEPARENT,
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        );
         headers.insert("X-Request_Id.v2".into(), "r-1 ü 東京 ✓".into());
-        headers.insert("n".repeat(MAX_HEADER_NAME_LEN), "v".repeat(MAX_HEADER_VALUE_LEN));
+        headers.insert(
+            "n".repeat(MAX_HEADER_NAME_LEN),
+            "v".repeat(MAX_HEADER_VALUE_LEN),
+        );
         headers.insert("empty".into(), String::new());
         assert!(validate_headers("t", &headers).is_ok());
         assert!(validate_headers("t", &Headers::new()).is_ok());
@@ -278,9 +284,15 @@ mod tests {
         // 16 KiB exactly fits; one byte more is refused at the header that passes it.
         let value = "v".repeat(MAX_HEADER_VALUE_LEN);
         let mut large = one("a", &value);
-        large.insert("b".into(), "v".repeat(MAX_HEADERS_BYTES - 2 - MAX_HEADER_VALUE_LEN));
+        large.insert(
+            "b".into(),
+            "v".repeat(MAX_HEADERS_BYTES - 2 - MAX_HEADER_VALUE_LEN),
+        );
         assert!(validate_headers("t", &large).is_ok());
-        large.insert("b".into(), "v".repeat(MAX_HEADERS_BYTES - 1 - MAX_HEADER_VALUE_LEN));
+        large.insert(
+            "b".into(),
+            "v".repeat(MAX_HEADERS_BYTES - 1 - MAX_HEADER_VALUE_LEN),
+        );
         large.insert("c".into(), String::new());
         assert_eq!(
             refused(&large),

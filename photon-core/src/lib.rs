@@ -33,8 +33,8 @@ pub use checkpoint::{CheckpointCommitter, FlushPolicy};
 pub use crypto::{Opened, TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
 pub use error::{BoxError, CryptoFailure, PhotonError, Result};
 pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
-pub use headers::{HeaderProblem, Headers, TRACEPARENT};
 pub use group::{GroupCoordination, GroupDispatchers, GroupMembership, GroupOptions, GroupScope};
+pub use headers::{HeaderProblem, Headers, TRACEPARENT};
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,

@@ -338,7 +338,10 @@ mod tests {
                 headers: Headers::new(),
             },
         };
-        assert_eq!(record, Record::from_draft(expected.clone(), "s:9".into(), 9));
+        assert_eq!(
+            record,
+            Record::from_draft(expected.clone(), "s:9".into(), 9)
+        );
         assert_eq!(record.headers(), Some(&Headers::new()));
         // And a record without headers is still written byte for byte as before, so that
         // a reader from before headers reads it.
@@ -349,7 +352,13 @@ mod tests {
     fn headers_round_trip_in_their_own_form() {
         let draft = with_headers(
             json!({"i": 7}),
-            &[("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), ("x", "ü \"q\"")],
+            &[
+                (
+                    "traceparent",
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                ),
+                ("x", "ü \"q\""),
+            ],
         );
         let bytes = encode_draft(&draft).unwrap();
         let Body::Plain { headers, .. } = &draft.body else {

@@ -92,7 +92,14 @@ fn ring(id: &str, byte: u8) -> TransportCrypto {
 
 fn sealed_record(crypto: &TransportCrypto, actor: Value, payload: Value) -> Record {
     let body = crypto
-        .seal("env-1", "orders", Some("k1"), actor, payload, Headers::new())
+        .seal(
+            "env-1",
+            "orders",
+            Some("k1"),
+            actor,
+            payload,
+            Headers::new(),
+        )
         .expect("sealing a JSON value succeeds");
     Record {
         event_id: "e-1".into(),

@@ -139,7 +139,12 @@ async fn a_refused_header_names_itself_and_stores_nothing() {
             }
             other => panic!("{backend:?}: expected InvalidHeader, got {other:?}"),
         }
-        let head = photon.store().port().head_seq("orders", None).await.unwrap();
+        let head = photon
+            .store()
+            .port()
+            .head_seq("orders", None)
+            .await
+            .unwrap();
         assert_eq!(head, None, "{backend:?}");
         photon.shutdown().await.unwrap();
     }

@@ -174,7 +174,13 @@ fn publish_in_child() {
         let photon = photon_on(&database).await;
         let headers = Headers::from([("request-id".to_owned(), "r-1".to_owned())]);
         photon
-            .publish_with_headers(TOPIC, Some("o-1"), json!("shop"), json!({"total": 12}), headers)
+            .publish_with_headers(
+                TOPIC,
+                Some("o-1"),
+                json!("shop"),
+                json!({"total": 12}),
+                headers,
+            )
             .instrument(tracing::info_span!("checkout"))
             .await
             .unwrap();

@@ -361,10 +361,7 @@ async fn the_nats_service_serves_and_stops_on_sigterm() {
             return photon_testkit::skip_or_fail("nats", &format!("NATS at {url} did not answer"))
         }
     };
-    let env = [
-        ("PHOTON_NATS_URL", url),
-        ("PHOTON_NATS_PREFIX", prefix),
-    ];
+    let env = [("PHOTON_NATS_URL", url), ("PHOTON_NATS_PREFIX", prefix)];
     let mut service = Service::start("nats_service", &env);
     let seqs = service.post_orders();
     service.snapshot_when_done(4);

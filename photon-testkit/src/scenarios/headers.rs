@@ -41,7 +41,13 @@ pub async fn headers_round_trip(ctx: Context) {
     ];
     for (payload, headers) in &published {
         store
-            .publish_with_headers(&topic, Some("k"), json!(null), payload.clone(), headers.clone())
+            .publish_with_headers(
+                &topic,
+                Some("k"),
+                json!(null),
+                payload.clone(),
+                headers.clone(),
+            )
             .await
             .unwrap();
     }
@@ -64,7 +70,11 @@ pub async fn headers_round_trip(ctx: Context) {
         durable: None,
     });
     let first = take_exact(&mut raw, 1).await.remove(0).unwrap();
-    assert_eq!(first.headers(), Some(&full), "stored in clear without a key");
+    assert_eq!(
+        first.headers(),
+        Some(&full),
+        "stored in clear without a key"
+    );
 
     sealed_headers_round_trip(&ctx).await;
 }
@@ -95,8 +105,16 @@ async fn sealed_headers_round_trip(ctx: &Context) {
     assert!(matches!(record.body, Body::Sealed(_)), "{:?}", record.body);
     assert_eq!(record.headers(), None);
     let stored = serde_json::to_string(&record).unwrap();
-    for hidden in [marker.as_str(), "marker-name-visible-nowhere", TRACE, TRACEPARENT] {
-        assert!(!stored.contains(hidden), "{hidden} reached storage: {stored}");
+    for hidden in [
+        marker.as_str(),
+        "marker-name-visible-nowhere",
+        TRACE,
+        TRACEPARENT,
+    ] {
+        assert!(
+            !stored.contains(hidden),
+            "{hidden} reached storage: {stored}"
+        );
     }
     let event = store.open(record).unwrap();
     assert_eq!(event.headers, sealed);
