@@ -2,7 +2,9 @@
 //!
 //! - Record key: the Photon topic key (none for unkeyed events).
 //! - Record value: the record in Photon's wire form ([`photon_core::wire`]) without
-//!   `event_id` and `seq`, which come from the record's position. The exact Photon topic is
+//!   `event_id` and `seq`, which come from the record's position. Event headers are in it
+//!   (Fluvio records have none of their own), sealed with actor and payload when a
+//!   transport key is set. The exact Photon topic is
 //!   in the value and is checked on read, so a record can never be delivered under another
 //!   topic.
 //! - Event id: `f1:<fluvio topic>:<partition>:<offset>`: where the record lives, so that
@@ -84,6 +86,7 @@ mod tests {
             body: Body::Plain {
                 actor: json!({"a": 1}),
                 payload: json!({"p": "ü"}),
+                headers: photon_core::Headers::new(),
             },
         }
     }

@@ -1,7 +1,8 @@
 //! What a NATS message holds, and the encoding of event ids and seqs.
 //!
 //! - The payload is the record in Photon's wire form ([`photon_core::wire`]) without
-//!   `event_id` and `seq`: envelope id, creation time, topic, key and body.
+//!   `event_id` and `seq`: envelope id, creation time, topic, key and body (actor, payload
+//!   and event headers, or their seal).
 //! - `seq = stream_seq × shards + shard`: with one shard it is the stream sequence; with
 //!   more it still strictly increases per key (a key lives in one shard) and says which
 //!   shard it came from.

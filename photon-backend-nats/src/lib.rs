@@ -34,6 +34,10 @@
 //!   is `n`. A key's shard is a stable FNV-1a hash of the key modulo the shard count.
 //! - **Appends** are pipelined JetStream publishes (up to `max_in_flight` awaiting their
 //!   ack), deduplicated by `Nats-Msg-Id = envelope_id`.
+//! - **Event headers** travel in the message payload with actor and payload (Photon's wire
+//!   form), sealed with them when a transport key is set. They are not copied into NATS
+//!   message headers: that would show sealed headers in clear and store each one twice.
+//!   `Nats-Msg-Id` is the only NATS header Photon sets.
 //! - **seq** is the stream sequence; with `N > 1` shards it is `stream_seq × N + shard`,
 //!   still strictly increasing per key. `StartAt::AfterSeq(s)` means "seq > s" under that
 //!   encoding, decoded per shard. **event_id** is `<stream>:<stream_seq>`.

@@ -21,6 +21,7 @@ fn draft(i: i64) -> RecordDraft {
         body: Body::Plain {
             actor: json!(null),
             payload: json!({"i": i}),
+            headers: photon_core::Headers::new(),
         },
     }
 }

@@ -34,6 +34,7 @@ async fn overlapping_subjects_report_the_servers_reason() {
             body: Body::Plain {
                 actor: json!(null),
                 payload: json!(1),
+                headers: photon_core::Headers::new(),
             },
         })
         .await;

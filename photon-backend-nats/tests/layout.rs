@@ -18,6 +18,7 @@ fn draft(topic: &str, key: &str) -> RecordDraft {
         body: Body::Plain {
             actor: json!(null),
             payload: json!({ "key": key }),
+            headers: photon_core::Headers::new(),
         },
     }
 }

@@ -18,6 +18,7 @@ fn draft(topic: &str) -> RecordDraft {
         body: Body::Plain {
             actor: json!(null),
             payload: json!(1),
+            headers: photon_core::Headers::new(),
         },
     }
 }

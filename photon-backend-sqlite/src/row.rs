@@ -1,4 +1,8 @@
 //! Records as rows: encoding a draft for the writer, decoding a row into a record.
+//!
+//! The `body` column holds the body's JSON: `{"form":"plain","actor":..,"payload":..}`
+//! with `"headers":{..}` when the event has headers, or the sealed form (headers inside
+//! the seal). Rows written before headers existed have no `headers` and read as none.
 
 use chrono::DateTime;
 use photon_core::{PhotonError, Record, RecordDraft, Result};
@@ -164,6 +168,7 @@ mod tests {
         let body = Body::Plain {
             actor: json!(null),
             payload: deep,
+            headers: photon_core::Headers::new(),
         };
         let text = serde_json::to_string(&body).unwrap();
         assert!(
@@ -184,6 +189,7 @@ mod tests {
             body: Body::Plain {
                 actor: json!(1),
                 payload: json!({"a": [1, 2]}),
+                headers: photon_core::Headers::from([("h".to_owned(), "v".to_owned())]),
             },
         };
         let row = PendingRow::encode(draft.clone()).unwrap();

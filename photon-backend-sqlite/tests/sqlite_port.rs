@@ -30,6 +30,7 @@ fn draft(topic: &str, key: Option<&str>, i: i64) -> RecordDraft {
         body: Body::Plain {
             actor: json!(null),
             payload: json!({ "i": i }),
+            headers: photon_core::Headers::new(),
         },
     }
 }
@@ -83,6 +84,72 @@ async fn two_ports_share_seqs_and_live_tail() {
             .await
             .is_err()
     );
+}
+
+/// A row written before headers existed (its body column exactly as that version wrote it)
+/// reads as an event without headers; a row with headers keeps them; and an event without
+/// headers is still stored in the old form, so that an older reader reads it.
+#[tokio::test]
+async fn rows_stored_before_headers_read_as_without_headers() {
+    let directory = tempfile::tempdir().unwrap();
+    let db = directory.path().join("old.db");
+    let port = port(&db).await;
+    let old = port.append(draft("t", None, 0)).await.unwrap();
+    let stored_before_headers = r#"{"form":"plain","actor":"u","payload":{"n":1}}"#;
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let rewritten = connection
+        .execute(
+            "UPDATE events SET body = ?1 WHERE event_id = ?2",
+            rusqlite::params![stored_before_headers, old.event_id],
+        )
+        .unwrap();
+    assert_eq!(rewritten, 1);
+    let mut with_headers = draft("t", None, 2);
+    let headers = photon_core::Headers::from([("traceparent".to_owned(), "00-t-s-01".to_owned())]);
+    if let Body::Plain { headers: h, .. } = &mut with_headers.body {
+        *h = headers.clone();
+    }
+    let new = port.append(with_headers).await.unwrap();
+    let without = port.append(draft("t", None, 3)).await.unwrap();
+
+    let store =
+        photon_core::EventStore::new(Arc::new(port), photon_core::TransportCrypto::plaintext());
+    let mut events = store.subscribe("t", None, StartAt::Beginning);
+    let mut read = Vec::new();
+    for _ in 0..3 {
+        let next = tokio::time::timeout(Duration::from_secs(10), events.next()).await;
+        read.push(next.unwrap().unwrap().unwrap());
+    }
+    let seen: Vec<_> = read
+        .iter()
+        .map(|e| (e.seq, e.actor.clone(), e.payload.clone(), e.headers.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                old.seq,
+                json!("u"),
+                json!({"n": 1}),
+                photon_core::Headers::new()
+            ),
+            (new.seq, json!(null), json!({"i": 2}), headers),
+            (
+                without.seq,
+                json!(null),
+                json!({"i": 3}),
+                photon_core::Headers::new()
+            ),
+        ]
+    );
+    let body: String = connection
+        .query_row(
+            "SELECT body FROM events WHERE event_id = ?1",
+            [&without.event_id],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(body, r#"{"form":"plain","actor":null,"payload":{"i":3}}"#);
 }
 
 /// Appending the same draft twice stores it once and returns the same seq.

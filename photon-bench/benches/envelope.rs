@@ -8,7 +8,7 @@
 use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use photon_core::{Record, RecordDraft, TransportCrypto};
+use photon_core::{Headers, Record, RecordDraft, TransportCrypto};
 use serde_json::json;
 
 // The allocator photon-bench runs with, so that these figures compare with its own.
@@ -31,6 +31,7 @@ fn envelope(c: &mut Criterion) {
                     Some("k1"),
                     json!("actor"),
                     payload.clone(),
+                    Headers::new(),
                 )
             })
         });
@@ -41,6 +42,7 @@ fn envelope(c: &mut Criterion) {
                 Some("k1"),
                 json!("actor"),
                 payload.clone(),
+                Headers::new(),
             )
             .expect("seal");
         let record = Record::from_draft(

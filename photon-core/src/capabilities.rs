@@ -37,7 +37,7 @@ pub struct StorageCapabilities {
     pub replay: ReplayWindow,
     /// Events survive a process restart.
     pub durable: bool,
-    /// Largest accepted body (encoded actor and payload), in bytes.
+    /// Largest accepted body (encoded actor, payload and headers), in bytes.
     pub max_payload_bytes: usize,
 }
 

@@ -1,7 +1,7 @@
 //! Transport keys and the sealed envelope (XChaCha20-Poly1305).
 //!
-//! Actor and payload are sealed together; the envelope id, topic and key are associated
-//! data, so a ciphertext moved to another event, topic or key fails to open.
+//! Actor, payload and headers are sealed together; the envelope id, topic and key are
+//! associated data, so a ciphertext moved to another event, topic or key fails to open.
 
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::error::{CryptoFailure, PhotonError, Result};
 use crate::event::{Body, Record, SealedBody};
+use crate::headers::Headers;
 
 /// Environment variable with several keys: `id:base64key,id:base64key`, newest last.
 pub const TRANSPORT_KEYS_ENV: &str = "PHOTON_TRANSPORT_KEYS";
@@ -27,21 +28,31 @@ const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
 const AAD_VERSION: &[u8] = b"photon.envelope.v1";
 
-/// The sealed plaintext, `{"actor":..,"payload":..}`, written straight from borrowed
-/// values: the same bytes as a JSON object with those two keys, without building one.
+/// The sealed plaintext, `{"actor":..,"payload":..,"headers":{..}}`, written straight from
+/// borrowed values: the same bytes as a JSON object with those keys, without building one.
+/// Without headers the key is left out, so that such a plaintext is the one sealed before
+/// headers existed.
 #[derive(Serialize)]
-struct PlainPair<'a> {
+struct Plaintext<'a> {
     actor: &'a Value,
     payload: &'a Value,
+    #[serde(skip_serializing_if = "Headers::is_empty")]
+    headers: &'a Headers,
 }
 
-/// An opened plaintext; a missing part is `null`, unknown parts are ignored.
-#[derive(Deserialize)]
-struct OpenedPair {
+/// What a record's body holds, opened: a missing part is `null` (no headers for
+/// `headers`), unknown parts are ignored.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Opened {
+    /// The actor JSON.
     #[serde(default)]
-    actor: Value,
+    pub actor: Value,
+    /// The payload JSON.
     #[serde(default)]
-    payload: Value,
+    pub payload: Value,
+    /// The headers; empty for bodies sealed before headers existed.
+    #[serde(default)]
+    pub headers: Headers,
 }
 
 /// One named 256-bit key.
@@ -203,8 +214,8 @@ impl TransportCrypto {
         self.keys.last().map(|k| k.id.as_str())
     }
 
-    /// Builds the body of a new record: sealed with the newest key, or plaintext when no
-    /// key is configured.
+    /// Builds the body of a new record: actor, payload and headers sealed together with
+    /// the newest key, or in clear when no key is configured.
     ///
     /// # Errors
     /// [`PhotonError::Codec`] if the values cannot be encoded.
@@ -215,17 +226,23 @@ impl TransportCrypto {
         key: Option<&str>,
         actor: Value,
         payload: Value,
+        headers: Headers,
     ) -> Result<Body> {
         let Some(sealing) = self.keys.last() else {
-            return Ok(Body::Plain { actor, payload });
+            return Ok(Body::Plain {
+                actor,
+                payload,
+                headers,
+            });
         };
         // One buffer holds the plaintext, is encrypted in place and takes the tag.
         let mut buffer = Vec::with_capacity(256);
         serde_json::to_writer(
             &mut buffer,
-            &PlainPair {
+            &Plaintext {
                 actor: &actor,
                 payload: &payload,
+                headers: &headers,
             },
         )
         .map_err(|e| PhotonError::codec("event body", e))?;
@@ -244,13 +261,13 @@ impl TransportCrypto {
         }))
     }
 
-    /// Opens a record's body into `(actor, payload)`.
+    /// Opens a record's body into its actor, payload and headers.
     ///
     /// # Errors
     /// [`PhotonError::Crypto`] naming the event: unknown key id, tampered or moved
     /// ciphertext, a plaintext record while a key is configured, or a sealed record
     /// without any key.
-    pub fn open(&self, record: &Record) -> Result<(Value, Value)> {
+    pub fn open(&self, record: &Record) -> Result<Opened> {
         let fail = |reason| PhotonError::Crypto {
             event_id: record.event_id.clone(),
             topic: record.topic_name.clone(),
@@ -259,7 +276,15 @@ impl TransportCrypto {
         };
         match &record.body {
             Body::Plain { .. } if self.is_sealing() => Err(fail(CryptoFailure::UnsealedRecord)),
-            Body::Plain { actor, payload } => Ok((actor.clone(), payload.clone())),
+            Body::Plain {
+                actor,
+                payload,
+                headers,
+            } => Ok(Opened {
+                actor: actor.clone(),
+                payload: payload.clone(),
+                headers: headers.clone(),
+            }),
             Body::Sealed(_) if !self.is_sealing() => Err(fail(CryptoFailure::NoKeyConfigured)),
             Body::Sealed(sealed) => self.open_sealed(record, sealed).map_err(fail),
         }
@@ -269,7 +294,7 @@ impl TransportCrypto {
         &self,
         record: &Record,
         sealed: &SealedBody,
-    ) -> std::result::Result<(Value, Value), CryptoFailure> {
+    ) -> std::result::Result<Opened, CryptoFailure> {
         let key = self
             .keys
             .iter()
@@ -297,9 +322,8 @@ impl TransportCrypto {
         key.cipher
             .decrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
             .map_err(|_| CryptoFailure::Tampered)?;
-        let opened: OpenedPair = serde_json::from_slice(&buffer)
-            .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))?;
-        Ok((opened.actor, opened.payload))
+        serde_json::from_slice(&buffer)
+            .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))
     }
 }
 
@@ -328,6 +352,18 @@ mod tests {
     use chrono::Utc;
     use serde_json::json;
 
+    fn headers() -> Headers {
+        Headers::from([("trace-marker".to_owned(), "h3-plaintext-header".to_owned())])
+    }
+
+    fn opened(actor: Value, payload: Value, headers: Headers) -> Opened {
+        Opened {
+            actor,
+            payload,
+            headers,
+        }
+    }
+
     fn record(crypto: &TransportCrypto, envelope: &str, topic: &str, key: Option<&str>) -> Record {
         let body = crypto
             .seal(
@@ -336,6 +372,7 @@ mod tests {
                 key,
                 json!({"u": 1}),
                 json!({"secret": "s3-plaintext-marker"}),
+                headers(),
             )
             .unwrap();
         let draft = RecordDraft {
@@ -369,10 +406,19 @@ mod tests {
             "plaintext leaked: {text}"
         );
         assert!(!text.contains("secret"), "plaintext leaked: {text}");
+        assert!(!text.contains("trace-marker"), "header leaked: {text}");
+        assert!(!text.contains("plaintext-header"), "header leaked: {text}");
         assert_eq!(
             crypto.open(&sealed).unwrap(),
-            (json!({"u": 1}), json!({"secret": "s3-plaintext-marker"}))
+            opened(
+                json!({"u": 1}),
+                json!({"secret": "s3-plaintext-marker"}),
+                headers()
+            )
         );
+        let plain = record(&TransportCrypto::plaintext(), "e1", "t", Some("k"));
+        assert_eq!(plain.headers(), Some(&headers()));
+        assert_eq!(sealed.headers(), None);
     }
 
     #[test]
@@ -398,7 +444,7 @@ mod tests {
         });
         assert_eq!(
             crypto.open(&sealed).unwrap(),
-            (json!("u"), json!({"n": [1, 2]}))
+            opened(json!("u"), json!({"n": [1, 2]}), Headers::new())
         );
     }
 

@@ -2,6 +2,8 @@
 
 use std::error::Error as StdError;
 
+use crate::headers::HeaderProblem;
+
 /// Boxed error kept as the `source` of a [`PhotonError`].
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
@@ -64,12 +66,23 @@ pub enum PhotonError {
         /// Which rule the key broke.
         reason: String,
     },
-    /// The encoded actor and payload are larger than the port accepts.
+    /// A header was refused: its name or value breaks a rule, or the event's headers pass
+    /// a limit (see [`crate::headers`]). Nothing was stored.
+    #[error("header {header:?} of an event for topic {topic:?}: {problem}")]
+    InvalidHeader {
+        /// Topic of the publish.
+        topic: String,
+        /// The refused header's name (as given, even when the name is what was refused).
+        header: String,
+        /// The rule it broke, with the limit.
+        problem: HeaderProblem,
+    },
+    /// The encoded actor, payload and headers are larger than the port accepts.
     #[error("event for topic {topic:?} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {
         /// Topic of the publish.
         topic: String,
-        /// Encoded size in bytes.
+        /// Encoded size in bytes (actor, payload and headers).
         size: usize,
         /// The port's limit in bytes.
         limit: usize,

@@ -4,6 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::headers::Headers;
+
 /// An event delivered to a subscriber: opened, with actor and payload in clear.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -19,6 +21,10 @@ pub struct Event {
     pub actor: Value,
     /// What happened.
     pub payload: Value,
+    /// The headers it was published with (see [`crate::headers`]); empty for events
+    /// published without, and for events stored before headers existed.
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub headers: Headers,
     /// When it was published (publisher's clock, UTC).
     pub created_at: DateTime<Utc>,
     /// Fields written by other versions of Photon; kept through every round trip.
@@ -26,7 +32,7 @@ pub struct Event {
     pub extra: Map<String, Value>,
 }
 
-/// Actor and payload of a record, in clear or sealed.
+/// Actor, payload and headers of a record, in clear or sealed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "form", rename_all = "snake_case")]
 pub enum Body {
@@ -36,19 +42,24 @@ pub enum Body {
         actor: Value,
         /// The payload JSON.
         payload: Value,
+        /// The headers; left out of the encoding when empty, so that a record without
+        /// headers is stored as before they existed, and such a record reads as empty.
+        #[serde(default, skip_serializing_if = "Headers::is_empty")]
+        headers: Headers,
     },
     /// Sealed with an AEAD; see [`crate::TransportCrypto`].
     Sealed(SealedBody),
 }
 
-/// An AEAD-sealed actor and payload.
+/// An AEAD-sealed actor, payload and headers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedBody {
     /// Id of the key that sealed it.
     pub key_id: String,
     /// Base64 nonce.
     pub nonce: String,
-    /// Base64 ciphertext of `{"actor":..,"payload":..}` with its tag.
+    /// Base64 ciphertext of `{"actor":..,"payload":..,"headers":{..}}` with its tag
+    /// (`headers` left out when there are none).
     pub ciphertext: String,
 }
 
@@ -65,7 +76,7 @@ pub struct RecordDraft {
     pub topic_key: Option<String>,
     /// Publisher's clock.
     pub created_at: DateTime<Utc>,
-    /// Actor and payload.
+    /// Actor, payload and headers.
     pub body: Body,
 }
 
@@ -84,7 +95,7 @@ pub struct Record {
     pub seq: i64,
     /// Publisher's clock.
     pub created_at: DateTime<Utc>,
-    /// Actor and payload.
+    /// Actor, payload and headers.
     pub body: Body,
     /// Fields written by other versions of Photon.
     #[serde(flatten)]
@@ -103,6 +114,15 @@ impl Record {
             created_at: draft.created_at,
             body: draft.body,
             extra: Map::new(),
+        }
+    }
+
+    /// The headers of a record stored in clear; `None` when its body is sealed (they are
+    /// inside the seal: [`crate::EventStore::open`] reads them).
+    pub fn headers(&self) -> Option<&Headers> {
+        match &self.body {
+            Body::Plain { headers, .. } => Some(headers),
+            Body::Sealed(_) => None,
         }
     }
 
@@ -144,6 +164,43 @@ mod tests {
         let event: Event = serde_json::from_value(text.clone()).unwrap();
         assert_eq!(event.extra.get("trace_id"), Some(&json!("abc")));
         assert_eq!(serde_json::to_value(&event).unwrap(), text);
+    }
+
+    #[test]
+    fn headers_are_left_out_when_empty_and_read_as_empty_when_absent() {
+        // A body as the SQLite port stored it before headers existed.
+        let stored = r#"{"form":"plain","actor":"u","payload":{"n":1}}"#;
+        let body: Body = serde_json::from_str(stored).unwrap();
+        assert_eq!(
+            body,
+            Body::Plain {
+                actor: json!("u"),
+                payload: json!({"n": 1}),
+                headers: Headers::new(),
+            }
+        );
+        assert_eq!(serde_json::to_string(&body).unwrap(), stored);
+        let with = Body::Plain {
+            actor: json!("u"),
+            payload: json!({"n": 1}),
+            headers: Headers::from([("traceparent".to_owned(), "00-x".to_owned())]),
+        };
+        let text = serde_json::to_string(&with).unwrap();
+        assert_eq!(
+            text,
+            r#"{"form":"plain","actor":"u","payload":{"n":1},"headers":{"traceparent":"00-x"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Body>(&text).unwrap(), with);
+
+        let event = json!({
+            "event_id": "e1", "topic_name": "t", "topic_key": null, "seq": 1,
+            "actor": {}, "payload": 1, "headers": {"a": "b"},
+            "created_at": "2026-01-01T00:00:00Z"
+        });
+        let decoded: Event = serde_json::from_value(event.clone()).unwrap();
+        assert_eq!(decoded.headers["a"], "b");
+        assert!(decoded.extra.is_empty());
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), event);
     }
 
     #[test]

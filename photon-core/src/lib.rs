@@ -1,7 +1,7 @@
 //! Photon's vocabulary and contract.
 //!
 //! - [`Event`], [`PhotonError`], [`StorageCapabilities`], topic names and the
-//!   [`TopicRegistry`].
+//!   [`TopicRegistry`]; [`headers`]: what an event may carry beside its payload.
 //! - [`StoragePort`]: the contract every backend implements, with its behaviour written as
 //!   bullets that the `photon-testkit` conformance suite checks.
 //! - [`EventStore`]: validation, limits and the sealed envelope ([`TransportCrypto`]) in
@@ -17,6 +17,7 @@ pub mod crypto;
 pub mod error;
 pub mod event;
 pub mod group;
+pub mod headers;
 pub mod mem;
 pub mod metrics;
 pub mod port;
@@ -29,10 +30,11 @@ pub mod wire;
 
 pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
 pub use checkpoint::{CheckpointCommitter, FlushPolicy};
-pub use crypto::{TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
+pub use crypto::{Opened, TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
 pub use error::{BoxError, CryptoFailure, PhotonError, Result};
 pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
 pub use group::{GroupCoordination, GroupDispatchers, GroupMembership, GroupOptions, GroupScope};
+pub use headers::{HeaderProblem, Headers, TRACEPARENT};
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,
     StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,

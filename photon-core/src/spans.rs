@@ -10,6 +10,11 @@
 //! A field without a value (no key, `subscription` on a group consumer) is left out. An
 //! error is recorded as the span's `error` field and an ERROR event inside the span.
 //!
+//! With the `otel` feature of `photon-runtime` and a `tracing-opentelemetry` layer, the
+//! trace context of `photon.publish` is written to the event's `traceparent` header, and
+//! every `photon.handle` span of the event takes the span it names as its OpenTelemetry
+//! parent: one trace from publish to handler, across processes.
+//!
 //! Fields are evaluated only when a subscriber enables the span, so an application that
 //! does not trace Photon pays one check per span and allocates nothing. Select the spans
 //! with a target filter such as `photon_core=debug,photon_runtime=debug`.

@@ -13,9 +13,10 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::checkpoint::CheckpointCommitter;
-use crate::crypto::TransportCrypto;
+use crate::crypto::{Opened, TransportCrypto};
 use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Body, Event, Record, RecordDraft};
+use crate::headers::{validate_headers, Headers};
 use crate::metrics::PublishMetrics;
 use crate::port::{CheckpointKey, RecordStream, StartAt, StoragePort, SubscribeRequest};
 use crate::topic::{validate_topic_key, validate_topic_name};
@@ -53,12 +54,17 @@ pub const MAX_JSON_DEPTH: usize = 100;
 
 static PLAINTEXT_WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Adds headers to an event being published, called inside its `photon.publish` span
+/// before the headers are checked (see [`EventStore::with_header_injector`]).
+pub type HeaderInjector = fn(&mut Headers);
+
 /// A storage port with Photon's rules in front: validation, limits, sealing.
 #[derive(Clone)]
 pub struct EventStore {
     port: Arc<dyn StoragePort>,
     crypto: TransportCrypto,
     metrics: Arc<PublishMetrics>,
+    inject: Option<HeaderInjector>,
 }
 
 impl std::fmt::Debug for EventStore {
@@ -85,7 +91,34 @@ impl EventStore {
             port,
             crypto,
             metrics,
+            inject: None,
         }
+    }
+
+    /// This store, calling `inject` on the headers of every publish, inside its
+    /// `photon.publish` span (so that it can write the span's trace context, as the `otel`
+    /// feature of `photon-runtime` does). What it adds is checked like any header.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use photon_core::{mem::MemStoragePort, EventStore, Headers, StartAt, TransportCrypto};
+    ///
+    /// fn stamp(headers: &mut Headers) {
+    ///     headers.insert("origin".into(), "billing".into());
+    /// }
+    /// let store = EventStore::new(std::sync::Arc::new(MemStoragePort::new()), TransportCrypto::plaintext())
+    ///     .with_header_injector(stamp);
+    /// store.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// let event = store.subscribe("orders", None, StartAt::Beginning).next().await.unwrap()?;
+    /// assert_eq!(event.headers["origin"], "billing");
+    /// # Ok::<_, photon_core::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_header_injector(mut self, inject: HeaderInjector) -> Self {
+        self.inject = Some(inject);
+        self
     }
 
     /// The port behind this store.
@@ -98,20 +131,38 @@ impl EventStore {
         &self.crypto
     }
 
-    /// Validates, seals and appends an event, in a `photon.publish` span (see
-    /// [`crate::spans`]), counting it in `photon_published_total` or
-    /// `photon_publish_errors_total` (see [`crate::metrics`]).
+    /// Validates, seals and appends an event without headers of its own (the injector's
+    /// are added), as [`EventStore::publish_with_headers`] does.
     ///
     /// # Errors
-    /// [`PhotonError::InvalidTopic`], [`PhotonError::InvalidKey`] or
-    /// [`PhotonError::PayloadTooLarge`] or [`PhotonError::PayloadTooDeep`] before anything is
-    /// stored; the port's errors after.
+    /// As [`EventStore::publish_with_headers`].
     pub async fn publish(
         &self,
         topic: &str,
         key: Option<&str>,
         actor: Value,
         payload: Value,
+    ) -> Result<Appended> {
+        self.publish_with_headers(topic, key, actor, payload, Headers::new())
+            .await
+    }
+
+    /// Validates, seals and appends an event with headers, in a `photon.publish` span (see
+    /// [`crate::spans`]), counting it in `photon_published_total` or
+    /// `photon_publish_errors_total` (see [`crate::metrics`]). The header injector, when
+    /// set, adds its headers first, inside the span.
+    ///
+    /// # Errors
+    /// [`PhotonError::InvalidTopic`], [`PhotonError::InvalidKey`],
+    /// [`PhotonError::InvalidHeader`], [`PhotonError::PayloadTooLarge`] or
+    /// [`PhotonError::PayloadTooDeep`] before anything is stored; the port's errors after.
+    pub async fn publish_with_headers(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+        mut headers: Headers,
     ) -> Result<Appended> {
         let span = tracing::debug_span!(
             "photon.publish",
@@ -123,7 +174,10 @@ impl EventStore {
             error = Empty,
         );
         let stored = async {
-            let draft = self.draft(topic, key, actor, payload)?;
+            if let Some(inject) = self.inject {
+                inject(&mut headers);
+            }
+            let draft = self.draft_with_headers(topic, key, actor, payload, headers)?;
             self.port.append(draft).await
         }
         .instrument(span.clone())
@@ -145,7 +199,8 @@ impl EventStore {
         stored
     }
 
-    /// Builds the draft of a publish: validation, size limit and sealing, nothing stored.
+    /// Builds the draft of a publish without headers: validation, size limit and sealing,
+    /// nothing stored (the header injector is not called).
     ///
     /// # Errors
     /// As [`EventStore::publish`] before the append.
@@ -156,11 +211,34 @@ impl EventStore {
         actor: Value,
         payload: Value,
     ) -> Result<RecordDraft> {
+        self.draft_with_headers(topic, key, actor, payload, Headers::new())
+    }
+
+    /// Builds the draft of a publish with headers: validation, limits and sealing, nothing
+    /// stored (the header injector is not called).
+    ///
+    /// # Errors
+    /// As [`EventStore::publish_with_headers`] before the append.
+    pub fn draft_with_headers(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+        headers: Headers,
+    ) -> Result<RecordDraft> {
         validate_topic_name(topic)?;
         if let Some(key) = key {
             validate_topic_key(topic, key)?;
         }
+        validate_headers(topic, &headers)?;
         let limit = self.port.capabilities().max_payload_bytes;
+        // Headers are stored beside actor and payload (inside the seal too): they count.
+        let headers_len = if headers.is_empty() {
+            0
+        } else {
+            counted_len(&headers)
+        };
         // One walk measures both values and checks their depth; only a refused publish
         // walks them again, to name the exact figure.
         let measured = encoded_len_within(&actor, MAX_JSON_DEPTH)
@@ -168,7 +246,8 @@ impl EventStore {
         let size = match measured {
             Some((actor_len, payload_len)) => actor_len.saturating_add(payload_len),
             None => encoded_len(&actor).saturating_add(encoded_len(&payload)),
-        };
+        }
+        .saturating_add(headers_len);
         if size > limit {
             return Err(PhotonError::PayloadTooLarge {
                 topic: topic.to_owned(),
@@ -185,7 +264,9 @@ impl EventStore {
         }
         let created_at = Utc::now();
         let envelope_id = new_envelope_id(created_at);
-        let body = self.crypto.seal(&envelope_id, topic, key, actor, payload)?;
+        let body = self
+            .crypto
+            .seal(&envelope_id, topic, key, actor, payload, headers)?;
         Ok(RecordDraft {
             envelope_id,
             topic_name: topic.to_owned(),
@@ -210,8 +291,16 @@ impl EventStore {
     /// [`Unopened`] with the record and the [`PhotonError::Crypto`] naming it.
     pub fn open_record(&self, record: Record) -> std::result::Result<Event, Box<Unopened>> {
         let sealing = self.crypto.is_sealing();
-        let (actor, payload) = match record.body {
-            Body::Plain { actor, payload } if !sealing => (actor, payload),
+        let opened = match record.body {
+            Body::Plain {
+                actor,
+                payload,
+                headers,
+            } if !sealing => Opened {
+                actor,
+                payload,
+                headers,
+            },
             _ => match self.crypto.open(&record) {
                 Ok(opened) => opened,
                 Err(error) => return Err(Box::new(Unopened { record, error })),
@@ -222,8 +311,9 @@ impl EventStore {
             topic_name: record.topic_name,
             topic_key: record.topic_key,
             seq: record.seq,
-            actor,
-            payload,
+            actor: opened.actor,
+            payload: opened.payload,
+            headers: opened.headers,
             created_at: record.created_at,
             extra: record.extra,
         })
@@ -497,6 +587,41 @@ mod tests {
         assert_eq!(encoded_len_within(&hostile, MAX_JSON_DEPTH), None);
         // Dropping it recursively would exhaust the test thread's stack.
         std::mem::forget(hostile);
+    }
+
+    #[tokio::test]
+    async fn headers_count_towards_the_size_limit_and_are_checked_before_storing() {
+        let port = crate::mem::MemStoragePort::with_max_payload_bytes(64);
+        let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
+        // Actor `null` and a 50-byte payload fit; 14 bytes of headers more do not.
+        let payload = json!("x".repeat(48));
+        let headers = Headers::from([("ab".to_owned(), "cd".to_owned())]);
+        assert_eq!(counted_len(&headers), r#"{"ab":"cd"}"#.len());
+        let appended = store
+            .publish("t", None, json!(null), payload.clone())
+            .await
+            .unwrap();
+        assert_eq!(appended.seq, 1);
+        match store
+            .publish_with_headers("t", None, json!(null), payload, headers)
+            .await
+        {
+            Err(PhotonError::PayloadTooLarge { size, limit, .. }) => {
+                assert_eq!((size, limit), (4 + 50 + 11, 64));
+            }
+            other => panic!("expected PayloadTooLarge, got {other:?}"),
+        }
+        let bad = Headers::from([("bad name".to_owned(), "v".to_owned())]);
+        match store
+            .publish_with_headers("t", None, json!(null), json!(1), bad)
+            .await
+        {
+            Err(PhotonError::InvalidHeader { topic, header, .. }) => {
+                assert_eq!((topic.as_str(), header.as_str()), ("t", "bad name"));
+            }
+            other => panic!("expected InvalidHeader, got {other:?}"),
+        }
+        assert_eq!(store.port().head_seq("t", None).await.unwrap(), Some(1));
     }
 
     #[test]

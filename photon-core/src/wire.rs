@@ -11,9 +11,11 @@
 //! | created at | i64, nanoseconds since the Unix epoch |
 //! | topic | u16 length, UTF-8 |
 //! | key | u16 length, UTF-8; length `0xFFFF` for no key |
-//! | body | one byte form: 0 plain, then u32 length and the actor JSON, then the payload JSON to the end; 1 sealed, then the sealed body's JSON to the end |
+//! | body | one byte form: 0 plain, then u32 length and the actor JSON, then the payload JSON to the end; 1 sealed, then the sealed body's JSON to the end (headers inside the seal); 2 plain with headers, then u32 length and the headers' JSON object, then as form 0 |
 //!
-//! Integers are big-endian. Records in the JSON form (an object with `envelope_id`,
+//! A plain record without headers is written in form 0, byte for byte as before headers
+//! existed, and every record in form 0 reads as one without headers. Integers are
+//! big-endian. Records in the JSON form (an object with `envelope_id`,
 //! `topic_name`, `topic_key`, `created_at`, `body`) decode too, unknown fields kept.
 
 use chrono::{DateTime, Utc};
@@ -23,6 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{PhotonError, Result};
 use crate::event::{Body, Record, RecordDraft, SealedBody};
+use crate::headers::Headers;
 
 const MAGIC: u8 = 0xB1;
 const NO_KEY: u16 = u16::MAX;
@@ -30,6 +33,7 @@ const NO_KEY: u16 = u16::MAX;
 const UUID_ID: u16 = u16::MAX;
 const PLAIN: u8 = 0;
 const SEALED: u8 = 1;
+const PLAIN_WITH_HEADERS: u8 = 2;
 
 #[derive(Deserialize)]
 struct JsonRecord {
@@ -58,6 +62,17 @@ fn put_text(out: &mut Vec<u8>, text: &str, what: &str) -> Result<()> {
 
 fn put_json(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<()> {
     serde_json::to_writer(out, value).map_err(|err| PhotonError::codec("a record", err))
+}
+
+/// A u32 length, then the JSON of `value`.
+fn put_sized_json(out: &mut Vec<u8>, value: &impl serde::Serialize, what: &str) -> Result<()> {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    put_json(out, value)?;
+    let len = u32::try_from(out.len() - at - 4)
+        .map_err(|_| codec_error("a record", &format!("{what} larger than 4 GiB")))?;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    Ok(())
 }
 
 /// Envelope ids Photon makes are UUIDs in their hyphenated lower-case form: those are stored
@@ -98,14 +113,18 @@ pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
         None => out.extend_from_slice(&NO_KEY.to_be_bytes()),
     }
     match &draft.body {
-        Body::Plain { actor, payload } => {
-            out.push(PLAIN);
-            let at = out.len();
-            out.extend_from_slice(&[0; 4]);
-            put_json(&mut out, actor)?;
-            let actor_len = u32::try_from(out.len() - at - 4)
-                .map_err(|_| codec_error("a record", "actor larger than 4 GiB"))?;
-            out[at..at + 4].copy_from_slice(&actor_len.to_be_bytes());
+        Body::Plain {
+            actor,
+            payload,
+            headers,
+        } => {
+            if headers.is_empty() {
+                out.push(PLAIN);
+            } else {
+                out.push(PLAIN_WITH_HEADERS);
+                put_sized_json(&mut out, headers, "headers")?;
+            }
+            put_sized_json(&mut out, actor, "actor")?;
             put_json(&mut out, payload)?;
         }
         Body::Sealed(sealed) => {
@@ -133,6 +152,13 @@ impl<'a> Reader<'a> {
 
     fn u16(&mut self) -> Option<u16> {
         self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// The bytes after a u32 length.
+    fn sized(&mut self) -> Option<&'a [u8]> {
+        let len = self.take(4)?;
+        let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+        self.take(usize::try_from(len).ok()?)
     }
 
     fn text(&mut self, len: u16) -> Option<String> {
@@ -178,19 +204,20 @@ fn read_header(bytes: &[u8]) -> Option<Header<'_>> {
 
 fn read_body(mut body: Reader<'_>, context: &str) -> Result<Body> {
     let truncated = || codec_error(context, "truncated record body");
-    let json = |bytes: &[u8]| -> Result<Value> {
+    fn json<T: serde::de::DeserializeOwned>(bytes: &[u8], context: &str) -> Result<T> {
         serde_json::from_slice(bytes).map_err(|err| PhotonError::codec(context, err))
-    };
+    }
     match body.take(1).ok_or_else(truncated)? {
-        [PLAIN] => {
-            let len = body.take(4).ok_or_else(truncated)?;
-            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]);
-            let actor = body
-                .take(usize::try_from(len).map_err(|_| truncated())?)
-                .ok_or_else(truncated)?;
+        [form @ (PLAIN | PLAIN_WITH_HEADERS)] => {
+            let headers = match *form {
+                PLAIN => Headers::new(),
+                _ => json(body.sized().ok_or_else(truncated)?, context)?,
+            };
+            let actor = body.sized().ok_or_else(truncated)?;
             Ok(Body::Plain {
-                actor: json(actor)?,
-                payload: json(body.bytes)?,
+                actor: json(actor, context)?,
+                payload: json(body.bytes, context)?,
+                headers,
             })
         }
         [SEALED] => serde_json::from_slice::<SealedBody>(body.bytes)
@@ -268,7 +295,89 @@ mod tests {
             body: Body::Plain {
                 actor: json!({"u": 1}),
                 payload,
+                headers: Headers::new(),
             },
+        }
+    }
+
+    fn with_headers(payload: Value, headers: &[(&str, &str)]) -> RecordDraft {
+        let mut draft = draft(payload);
+        if let Body::Plain { headers: h, .. } = &mut draft.body {
+            *h = headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+        }
+        draft
+    }
+
+    /// A record exactly as Photon wrote it before headers existed: envelope id `env`,
+    /// 2026-01-01T00:00:00Z, topic `a.b`, key `k`, form 0, actor `"u"`, payload `{"n":1}`.
+    const STORED_BEFORE_HEADERS: &[u8] = &[
+        0xB1, // magic
+        0x00, 0x03, b'e', b'n', b'v', // envelope id
+        0x18, 0x86, 0x72, 0x51, 0xED, 0xFA, 0x00, 0x00, // nanoseconds since the epoch
+        0x00, 0x03, b'a', b'.', b'b', // topic
+        0x00, 0x01, b'k', // key
+        0x00, // form: plain
+        0x00, 0x00, 0x00, 0x03, b'"', b'u', b'"', // actor
+        b'{', b'"', b'n', b'"', b':', b'1', b'}', // payload
+    ];
+
+    #[test]
+    fn records_stored_before_headers_read_as_without_headers() {
+        let record = decode_record("test", STORED_BEFORE_HEADERS, "s:9".into(), 9).unwrap();
+        let expected = RecordDraft {
+            envelope_id: "env".into(),
+            topic_name: "a.b".into(),
+            topic_key: Some("k".into()),
+            created_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            body: Body::Plain {
+                actor: json!("u"),
+                payload: json!({"n": 1}),
+                headers: Headers::new(),
+            },
+        };
+        assert_eq!(
+            record,
+            Record::from_draft(expected.clone(), "s:9".into(), 9)
+        );
+        assert_eq!(record.headers(), Some(&Headers::new()));
+        // And a record without headers is still written byte for byte as before, so that
+        // a reader from before headers reads it.
+        assert_eq!(encode_draft(&expected).unwrap(), STORED_BEFORE_HEADERS);
+    }
+
+    #[test]
+    fn headers_round_trip_in_their_own_form() {
+        let draft = with_headers(
+            json!({"i": 7}),
+            &[
+                (
+                    "traceparent",
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                ),
+                ("x", "ü \"q\""),
+            ],
+        );
+        let bytes = encode_draft(&draft).unwrap();
+        let Body::Plain { headers, .. } = &draft.body else {
+            unreachable!("a plain draft")
+        };
+        let headers_json = serde_json::to_vec(headers).unwrap();
+        assert_eq!(bytes[1 + 2 + 3 + 8 + 2 + 3 + 2 + 4], PLAIN_WITH_HEADERS);
+        let plain_len = encode_draft(&self::draft(json!({"i": 7}))).unwrap().len();
+        assert_eq!(bytes.len(), plain_len + 4 + headers_json.len());
+        let record = decode_record("test", &bytes, "s:1".into(), 1).unwrap();
+        assert_eq!(record, Record::from_draft(draft, "s:1".into(), 1));
+        for cut in [plain_len - 10, bytes.len() - 12, 24, 26] {
+            assert!(
+                matches!(
+                    decode_record("test", &bytes[..cut], "e".into(), 1),
+                    Err(PhotonError::Codec { .. })
+                ),
+                "cut {cut}"
+            );
         }
     }
 

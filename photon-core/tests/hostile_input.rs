@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use photon_core::wire::{decode_record, encode_draft, topic_of};
 use photon_core::{
-    Body, CryptoFailure, PhotonError, Record, RecordDraft, SealedBody, TransportCrypto,
+    Body, CryptoFailure, Headers, PhotonError, Record, RecordDraft, SealedBody, TransportCrypto,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -37,6 +37,11 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Any strings: the wire form keeps what it is given, rules are checked at publish.
+fn headers() -> impl Strategy<Value = Headers> {
+    prop::collection::btree_map(".{0,8}", ".{0,16}", 0..3)
+}
+
 fn created_at() -> impl Strategy<Value = DateTime<Utc>> {
     // Whole nanoseconds within the range the header's i64 holds.
     (-9_000_000_000_000_000_000i64..9_000_000_000_000_000_000i64)
@@ -45,7 +50,11 @@ fn created_at() -> impl Strategy<Value = DateTime<Utc>> {
 
 fn draft() -> impl Strategy<Value = RecordDraft> {
     let body = prop_oneof![
-        (json_value(), json_value()).prop_map(|(actor, payload)| Body::Plain { actor, payload }),
+        (json_value(), json_value(), headers()).prop_map(|(actor, payload, headers)| Body::Plain {
+            actor,
+            payload,
+            headers
+        }),
         (".{0,8}", ".{0,30}", ".{0,60}").prop_map(|(key_id, nonce, ciphertext)| {
             Body::Sealed(SealedBody {
                 key_id,
@@ -83,7 +92,14 @@ fn ring(id: &str, byte: u8) -> TransportCrypto {
 
 fn sealed_record(crypto: &TransportCrypto, actor: Value, payload: Value) -> Record {
     let body = crypto
-        .seal("env-1", "orders", Some("k1"), actor, payload)
+        .seal(
+            "env-1",
+            "orders",
+            Some("k1"),
+            actor,
+            payload,
+            Headers::new(),
+        )
         .expect("sealing a JSON value succeeds");
     Record {
         event_id: "e-1".into(),
@@ -153,7 +169,8 @@ proptest! {
     ) {
         let crypto = ring("k1", 7);
         let mut record = sealed_record(&crypto, Value::Null, payload.clone());
-        prop_assert_eq!(crypto.open(&record).expect("opens untouched"), (Value::Null, payload));
+        let opened = crypto.open(&record).expect("opens untouched");
+        prop_assert_eq!((opened.actor, opened.payload), (Value::Null, payload));
         let Body::Sealed(sealed) = &mut record.body else {
             unreachable!("a ring with a key seals");
         };

@@ -22,6 +22,8 @@ mod backend;
 mod builder;
 pub mod executor;
 mod group;
+#[cfg(feature = "otel")]
+mod otel;
 mod photon;
 mod spans;
 mod subscription;
@@ -41,6 +43,6 @@ pub use photon::Photon;
 pub use subscription::DurableSubscription;
 
 pub use photon_core::{
-    Appended, CheckpointKey, Event, EventStream, FlushPolicy, PhotonError, StartAt, StartPolicy,
-    StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry, TransportCrypto,
+    Appended, CheckpointKey, Event, EventStream, FlushPolicy, Headers, PhotonError, StartAt,
+    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry, TransportCrypto,
 };

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, Weak};
 use photon_core::group::GroupOptions;
 use photon_core::{
     validate_topic_name, Appended, CheckpointCommitter, CheckpointKey, Event, EventStore,
-    EventStream, FlushPolicy, GroupRequest, PhotonError, Result, StartAt, StartPolicy, StoragePort,
-    TopicRegistry, TransportCrypto,
+    EventStream, FlushPolicy, GroupRequest, Headers, PhotonError, Result, StartAt, StartPolicy,
+    StoragePort, TopicRegistry, TransportCrypto,
 };
 use serde_json::Value;
 
@@ -75,6 +75,8 @@ impl Photon {
         executor_config: ExecutorConfig,
     ) -> Self {
         let store = EventStore::new(port, crypto);
+        #[cfg(feature = "otel")]
+        let store = store.with_header_injector(crate::otel::inject);
         Self {
             inner: Arc::new(Inner {
                 backend: Arc::new(GenericPhotonBackend::from_store(store, registry)),
@@ -120,6 +122,45 @@ impl Photon {
         payload: Value,
     ) -> Result<Appended> {
         self.store().publish(topic, key, actor, payload).await
+    }
+
+    /// Publishes an event with headers (see [`photon_core::headers`]): strings about the
+    /// event, such as a request id, delivered with it on every backend and sealed with the
+    /// payload when a transport key is set. With the `otel` feature, the trace context of
+    /// the publish span is added as `traceparent` (replacing one given here).
+    ///
+    /// # Errors
+    /// As [`Photon::publish`]; [`PhotonError::InvalidHeader`] naming a header that breaks
+    /// a rule or limit, before anything is stored.
+    ///
+    /// # Cancel safety
+    /// As [`Photon::publish`].
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use futures::StreamExt;
+    /// use photon_runtime::Headers;
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let headers = Headers::from([("request-id".to_owned(), "r-7".to_owned())]);
+    /// photon.publish_with_headers("orders", Some("o-1"), json!(null), json!(12), headers).await?;
+    /// let event = photon.subscribe("orders", None, None).next().await.unwrap()?;
+    /// assert_eq!(event.headers["request-id"], "r-7");
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn publish_with_headers(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+        headers: Headers,
+    ) -> Result<Appended> {
+        self.store()
+            .publish_with_headers(topic, key, actor, payload, headers)
+            .await
     }
 
     /// Streams a topic (or one key of it) from the oldest event, or after `after_seq`.

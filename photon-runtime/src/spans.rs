@@ -1,8 +1,8 @@
 //! The `photon.deliver` span of one record handed to a consumer (see
-//! [`photon_core::spans`] for every span Photon opens).
+//! [`photon_core::spans`] for every span Photon opens), and continuing an event's trace.
 
 use photon_core::metrics::Consumer;
-use photon_core::{Event, PhotonError, Record};
+use photon_core::{Event, Headers, PhotonError, Record};
 use tracing::field::Empty;
 use tracing::Span;
 
@@ -70,4 +70,14 @@ pub(crate) fn deliver(backend: &'static str, consumer: Consumer<'_>, at: Positio
         group = consumer.group(),
         error = Empty,
     )
+}
+
+/// Makes `span` (not entered yet) continue the trace whose context an event's headers
+/// carry: with the `otel` feature, its OpenTelemetry parent becomes the span named by
+/// `traceparent`; without it, nothing happens.
+pub(crate) fn continue_trace(span: &Span, headers: &Headers) {
+    #[cfg(feature = "otel")]
+    crate::otel::continue_trace(span, headers);
+    #[cfg(not(feature = "otel"))]
+    let _ = (span, headers);
 }

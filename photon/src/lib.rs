@@ -11,6 +11,9 @@
 //! | `fluvio` | Fluvio (`FluvioStoragePort`) |
 //!
 //! The feature `testing` (off by default) adds `photon::testing`, helpers for your own tests.
+//! The feature `otel` (off by default) carries the W3C trace context of each publish in the
+//! event's headers and continues it in the handler's span (see "Trace propagation" in the
+//! README).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -125,8 +128,8 @@ pub use futures;
 pub use photon_core as core;
 pub use photon_core::{
     mem, Appended, CheckpointKey, Event, EventStore, EventStream, FlushPolicy, GroupOptions,
-    PhotonError, Result, StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor,
-    TopicRegistry, TransportCrypto,
+    Headers, PhotonError, Result, StartAt, StartPolicy, StorageCapabilities, StoragePort,
+    TopicDescriptor, TopicRegistry, TransportCrypto,
 };
 
 #[cfg(feature = "runtime")]
@@ -158,7 +161,7 @@ pub use photon_backend_fluvio as fluvio;
 pub mod prelude {
     pub use futures::StreamExt;
 
-    pub use crate::{Event, GroupOptions, PhotonError, StartAt, StartPolicy};
+    pub use crate::{Event, GroupOptions, Headers, PhotonError, StartAt, StartPolicy};
 
     #[cfg(feature = "runtime")]
     pub use crate::{

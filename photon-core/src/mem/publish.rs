@@ -42,6 +42,7 @@ impl MemStoragePort {
             body: crate::event::Body::Plain {
                 actor: serde_json::Value::Null,
                 payload: serde_json::Value::Null,
+                headers: crate::headers::Headers::new(),
             },
         };
         let mut record = StoredRecord::encode(&draft)

@@ -14,7 +14,9 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
-use photon_core::{Appended, Body, Event, EventStore, PhotonError, Record, Result, Unopened};
+use photon_core::{
+    Appended, Body, Event, EventStore, Headers, PhotonError, Record, Result, Unopened,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -44,6 +46,10 @@ pub struct DeadEvent {
     pub actor: Value,
     /// Its payload (`null` when it could not be opened or decoded, or was omitted).
     pub payload: Value,
+    /// Its headers (empty when it had none, could not be opened or decoded, or was
+    /// omitted; an event that could not be opened keeps them in its stored body).
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub headers: Headers,
     /// When it was published (when the record could not be decoded: when it was
     /// dead-lettered).
     pub created_at: DateTime<Utc>,
@@ -93,8 +99,9 @@ impl UndecodableRecord {
 }
 
 impl DeadEvent {
-    /// Actor and payload: as recorded, or opened from the stored body with `store`'s ring.
-    fn open(&self, store: &EventStore) -> Result<(Value, Value)> {
+    /// Actor, payload and headers: as recorded, or opened from the stored body with
+    /// `store`'s ring.
+    fn open(&self, store: &EventStore) -> Result<(Value, Value, Headers)> {
         if let Some(omitted) = &self.omitted {
             return Err(PhotonError::InvalidInput(format!(
                 "dead letter of event {} holds no actor and payload ({omitted})",
@@ -108,7 +115,11 @@ impl DeadEvent {
             )));
         }
         let Some(stored) = &self.stored else {
-            return Ok((self.actor.clone(), self.payload.clone()));
+            return Ok((
+                self.actor.clone(),
+                self.payload.clone(),
+                self.headers.clone(),
+            ));
         };
         let event = store.open(Record {
             event_id: self.event_id.clone(),
@@ -120,7 +131,7 @@ impl DeadEvent {
             body: stored.body.clone(),
             extra: serde_json::Map::new(),
         })?;
-        Ok((event.actor, event.payload))
+        Ok((event.actor, event.payload, event.headers))
     }
 }
 
@@ -167,6 +178,7 @@ impl DeadLetter {
                 seq: event.seq,
                 actor: event.actor.clone(),
                 payload: event.payload.clone(),
+                headers: event.headers.clone(),
                 created_at: event.created_at,
                 stored: None,
                 undecodable: None,
@@ -192,6 +204,7 @@ impl DeadLetter {
                 seq: record.seq,
                 actor: Value::Null,
                 payload: Value::Null,
+                headers: Headers::new(),
                 created_at: record.created_at,
                 stored: Some(StoredBody {
                     envelope_id: record.envelope_id.clone(),
@@ -236,6 +249,7 @@ impl DeadLetter {
                 seq: *seq,
                 actor: Value::Null,
                 payload: Value::Null,
+                headers: Headers::new(),
                 created_at: now,
                 stored: None,
                 undecodable: Some(UndecodableRecord {
@@ -261,6 +275,7 @@ impl DeadLetter {
         let original = &mut letter.original;
         original.actor = Value::Null;
         original.payload = Value::Null;
+        original.headers = Headers::new();
         original.stored = None;
         original.undecodable = None;
         original.omitted = Some(format!(
@@ -412,8 +427,10 @@ impl Photon {
         }
     }
 
-    /// Re-publishes the original event of a dead letter on its topic (same key, actor and
-    /// payload; a new event id and seq). The dead letter itself stays stored.
+    /// Re-publishes the original event of a dead letter on its topic (same key, actor,
+    /// payload and headers; a new event id and seq). The dead letter itself stays stored.
+    /// With the `otel` feature the replay's own trace context replaces the original
+    /// `traceparent`: the replay is a new publish.
     ///
     /// An event that could not be opened is opened first with the current key ring (add the
     /// key that sealed it), then published sealed with the newest key.
@@ -446,8 +463,14 @@ impl Photon {
     /// ```
     pub async fn replay_dead_letter(&self, letter: &DeadLetter) -> Result<Appended> {
         let original = &letter.original;
-        let (actor, payload) = original.open(self.store())?;
-        self.publish(&original.topic, original.key.as_deref(), actor, payload)
-            .await
+        let (actor, payload, headers) = original.open(self.store())?;
+        self.publish_with_headers(
+            &original.topic,
+            original.key.as_deref(),
+            actor,
+            payload,
+            headers,
+        )
+        .await
     }
 }

@@ -70,9 +70,10 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
     PhotonError::handler_permanent(format!("handler panicked: {text}"))
 }
 
-/// The `photon.handle` span of one attempt (see [`photon_core::spans`]).
+/// The `photon.handle` span of one attempt (see [`photon_core::spans`]), continuing the
+/// trace the event was published in.
 fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "photon.handle",
         handler = options.handler_name(),
         topic = event.topic_name.as_str(),
@@ -83,7 +84,9 @@ fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
         group = options.consumer().group(),
         attempt,
         error = Empty,
-    )
+    );
+    crate::spans::continue_trace(&span, &event.headers);
+    span
 }
 
 /// Runs `event` until it succeeds, fails for good or shutdown interrupts a backoff; each

@@ -9,6 +9,7 @@
 mod delivery;
 mod failures;
 mod groups;
+mod headers;
 mod lifecycle;
 mod payloads;
 mod queries;
@@ -57,6 +58,7 @@ macro_rules! __photon_scenarios {
             delivery::seq_strictly_increasing [],
             payloads::payload_shapes [],
             payloads::limits_refused [],
+            headers::headers_round_trip [],
             replay::after_seq_exact [],
             replay::checkpoint_monotonic [],
             replay::checkpoint_isolation [],
