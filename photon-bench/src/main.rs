@@ -41,7 +41,8 @@ struct Args {
     /// beside a durable handler on the same topic.
     #[arg(long)]
     groups: bool,
-    /// Events of the consumer group scenario's topic.
+    /// Events of the consumer group scenario's topic: enough that the members' joins and
+    /// first rebalance (a few heartbeats) are a small part of each measurement.
     #[arg(long, default_value_t = BenchOptions::default().group_events)]
     group_events: usize,
     /// Where the JSON report goes; the charts go beside it (default:

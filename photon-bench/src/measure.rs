@@ -20,7 +20,8 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// Measure publish throughput only (no end-to-end, no latency).
     pub publish_only: bool,
-    /// Events of the consumer group scenario's topic.
+    /// Events of the consumer group scenario's topic: enough that the members' joins and
+    /// first rebalance (a few heartbeats) are a small part of each measurement.
     pub group_events: usize,
 }
 
@@ -33,7 +34,7 @@ impl Default for BenchOptions {
             payload_bytes: 128,
             rounds: 3,
             publish_only: false,
-            group_events: 20_000,
+            group_events: 80_000,
         }
     }
 }
