@@ -3,12 +3,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{json_lines, ok, stderr, stdout};
+use common::{json_lines, ok, stderr, stdout, with_stdin};
 use photon::{HandlerOptions, Photon, PhotonError};
 use serde_json::{json, Value};
 
@@ -40,19 +40,7 @@ fn run(db: &Path, args: &[&str]) -> Output {
 }
 
 fn run_with_input(db: &Path, args: &[&str], input: &str) -> Output {
-    let mut child = photon_cmd(db, args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    with_stdin(photon_cmd(db, args), input)
 }
 
 /// Publishes `{"n": i, "customer": "c-{i % 2}"}` for each i, keyed by customer.
@@ -529,23 +517,13 @@ fn a_move_back_is_asked_for_on_a_terminal() {
             "{} checkpoints billing orders --set {seq}",
             env!("CARGO_BIN_EXE_photon")
         );
-        let mut child = Command::new("/usr/bin/script")
+        let mut command = Command::new("/usr/bin/script");
+        command
             .args(["-qec", &line, "/dev/null"])
             .env("PHOTON_BACKEND", "sqlite")
             .env("PHOTON_SQLITE_PATH", db)
-            .env_remove("PHOTON_OUTPUT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(answer.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            .env_remove("PHOTON_OUTPUT");
+        with_stdin(command, answer)
     };
     let declined = on_terminal("n\n", "1");
     assert_eq!(declined.status.code(), Some(6));

@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{json_lines, ok, stderr, Server};
+use common::{json_lines, ok, stderr, with_stdin, Server};
 use serde_json::json;
 
 /// The CLI's exit code for a capability the backend lacks.
@@ -39,25 +38,15 @@ fn photon_cmd(endpoint: &str, prefix: &str, args: &[&str]) -> Command {
 }
 
 fn publish_three(endpoint: &str, prefix: &str) -> Vec<i64> {
-    let mut child = photon_cmd(
-        endpoint,
-        prefix,
-        &["publish", "orders", "--key-field", "c", "-o", "json"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(
-            b"{\"c\": \"a\", \"n\": 1}\n{\"c\": \"b\", \"n\": 2}\n{\"c\": \"a\", \"n\": 3}\n",
-        )
-        .unwrap();
-    json_lines(&ok(child.wait_with_output().unwrap()))
+    let published = with_stdin(
+        photon_cmd(
+            endpoint,
+            prefix,
+            &["publish", "orders", "--key-field", "c", "-o", "json"],
+        ),
+        "{\"c\": \"a\", \"n\": 1}\n{\"c\": \"b\", \"n\": 2}\n{\"c\": \"a\", \"n\": 3}\n",
+    );
+    json_lines(&ok(published))
         .iter()
         .map(|p| p["seq"].as_i64().unwrap())
         .collect()

@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{json_lines, ok, Server};
+use common::{json_lines, ok, with_stdin, Server};
 use serde_json::json;
 
 fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
@@ -32,22 +31,13 @@ fn topics_and_lag_on_nats() {
         return;
     }
     let prefix = format!("cli{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
-    let mut child = photon_cmd(
-        &prefix,
-        &["publish", "orders", "--key-field", "c", "-o", "json"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n")
-        .unwrap();
-    let published = json_lines(&ok(child.wait_with_output().unwrap()));
+    let published = json_lines(&ok(with_stdin(
+        photon_cmd(
+            &prefix,
+            &["publish", "orders", "--key-field", "c", "-o", "json"],
+        ),
+        "{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n",
+    )));
     let seqs: Vec<i64> = published
         .iter()
         .map(|p| p["seq"].as_i64().unwrap())
@@ -102,22 +92,13 @@ fn serve_and_checkpoint_moves_on_nats() {
         return;
     }
     let prefix = format!("srv{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
-    let mut child = photon_cmd(
-        &prefix,
-        &["publish", "orders", "--key-field", "c", "-o", "json"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n")
-        .unwrap();
-    let published = json_lines(&ok(child.wait_with_output().unwrap()));
+    let published = json_lines(&ok(with_stdin(
+        photon_cmd(
+            &prefix,
+            &["publish", "orders", "--key-field", "c", "-o", "json"],
+        ),
+        "{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n",
+    )));
     let seqs: Vec<i64> = published
         .iter()
         .map(|p| p["seq"].as_i64().unwrap())

@@ -1,10 +1,28 @@
-//! What the binary tests share: reading a finished command's output.
+//! What the binary tests share: running a command with input, reading its output.
 
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::process::Output;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+
+/// Runs `command` with `input` on its standard input, capturing both output streams.
+pub fn with_stdin(mut command: Command, input: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
 
 /// Standard output as text.
 pub fn stdout(output: &Output) -> String {
