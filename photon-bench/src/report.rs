@@ -350,7 +350,7 @@ mod tests {
                     "payload_bytes": 128,
                     "rounds": 3,
                     "publish_only": false,
-                    "group_events": 20_000
+                    "group_events": 80_000
                 }
             })
         );
