@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{json_lines, ok, stderr, stdout, with_stdin};
+use common::{json_lines, ok, photon_on_sqlite as photon_cmd, stderr, stdout, with_stdin};
 use photon::{HandlerOptions, Photon, PhotonError};
 use serde_json::{json, Value};
 
@@ -21,18 +21,6 @@ fn store() -> Store {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("photon.db");
     Store { _dir: dir, path }
-}
-
-fn photon_cmd(db: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
-    command
-        .args(args)
-        .env("PHOTON_BACKEND", "sqlite")
-        .env("PHOTON_SQLITE_PATH", db)
-        .env_remove("PHOTON_OUTPUT")
-        .env_remove("PHOTON_TRANSPORT_KEYS")
-        .env_remove("PHOTON_TRANSPORT_KEY");
-    command
 }
 
 fn run(db: &Path, args: &[&str]) -> Output {

@@ -8,21 +8,10 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{dead_letter_on_sqlite, json_lines, ok, stderr, Server};
+use common::{
+    dead_letter_on_sqlite, json_lines, ok, photon_on_sqlite as photon_cmd, stderr, Server,
+};
 use serde_json::json;
-
-fn photon_cmd(db: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
-    command
-        .args(args)
-        .env("PHOTON_BACKEND", "sqlite")
-        .env("PHOTON_SQLITE_PATH", db)
-        .env_remove("PHOTON_OUTPUT")
-        .env_remove("PHOTON_SERVE_TOKEN")
-        .env_remove("PHOTON_TRANSPORT_KEYS")
-        .env_remove("PHOTON_TRANSPORT_KEY");
-    command
-}
 
 fn run(db: &Path, args: &[&str]) -> Output {
     photon_cmd(db, args).output().unwrap()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, DEADLINE};
+use common::{photon_on_sqlite as photon_cmd, Server, DEADLINE};
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::StreamExt;
 use photon::{GroupOptions, HandlerOptions, Photon, PhotonError};
@@ -98,19 +98,6 @@ async fn wait_for_text(client: &Client, css: &str, expected: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{css} still shows {last:?}, not {expected:?}");
-}
-
-fn photon_cmd(db: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
-    command
-        .args(args)
-        .env("PHOTON_BACKEND", "sqlite")
-        .env("PHOTON_SQLITE_PATH", db)
-        .env_remove("PHOTON_OUTPUT")
-        .env_remove("PHOTON_SERVE_TOKEN")
-        .env_remove("PHOTON_TRANSPORT_KEYS")
-        .env_remove("PHOTON_TRANSPORT_KEY");
-    command
 }
 
 fn screenshot_path(name: &str) -> PathBuf {

@@ -7,45 +7,29 @@
 use plotters::prelude::*;
 
 use super::axis::PointsAxis;
-use super::{DrawResult, FONT, PHOTON, PHOTON_SEALED, RAW, WIDTH};
+use super::{adapters_in_order, per_adapter_panels, DrawResult, FONT, PHOTON, PHOTON_SEALED, RAW};
 use crate::latency::LatencyFigure;
 use crate::report::{LatencyRow, Report};
 
-/// Height of one adapter's panel.
-const PANEL_HEIGHT: u32 = 320;
-
 /// The chart, or `None` when the report has no round-trip rows.
 pub(super) fn draw(report: &Report) -> DrawResult<Option<String>> {
-    let mut adapters: Vec<&str> = Vec::new();
-    for row in &report.latency {
-        if !adapters.contains(&row.adapter.as_str()) {
-            adapters.push(&row.adapter);
-        }
-    }
+    let adapters = adapters_in_order(report.latency.iter().map(|row| row.adapter.as_str()));
     if adapters.is_empty() {
         return Ok(None);
     }
-    let mut svg = String::new();
-    {
-        let height = 50 + PANEL_HEIGHT * adapters.len() as u32;
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(
-            "Publish-to-subscriber round trip by percentile (HDR histograms, every round)",
-            (FONT, 16),
-        )?;
-        let panels = root.split_evenly((adapters.len(), 1));
-        for (adapter, panel) in adapters.iter().zip(&panels) {
+    per_adapter_panels(
+        "Publish-to-subscriber round trip by percentile (HDR histograms, every round)",
+        &adapters,
+        |adapter, panel| {
             let rows: Vec<&LatencyRow> = report
                 .latency
                 .iter()
-                .filter(|row| row.adapter == *adapter)
+                .filter(|row| row.adapter == adapter)
                 .collect();
-            draw_panel(panel, adapter, &series_of(&rows))?;
-        }
-        root.present()?;
-    }
-    Ok(Some(svg))
+            draw_panel(panel, adapter, &series_of(&rows))
+        },
+    )
+    .map(Some)
 }
 
 /// The curves of one adapter: Photon per metric, and the raw client once.

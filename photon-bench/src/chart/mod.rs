@@ -42,6 +42,45 @@ const FONT: &str = "sans-serif";
 /// plotters' own refusal, such as an empty range).
 type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// Height of one adapter's panel in the per-adapter charts.
+const PANEL_HEIGHT: u32 = 320;
+
+/// The adapters `names` mention, in the order they first appear.
+fn adapters_in_order<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut adapters: Vec<&str> = Vec::new();
+    for name in names {
+        if !adapters.contains(&name) {
+            adapters.push(name);
+        }
+    }
+    adapters
+}
+
+/// An SVG with `title` above one panel per adapter, each drawn by `draw_panel`.
+fn per_adapter_panels(
+    title: &str,
+    adapters: &[&str],
+    mut draw_panel: impl FnMut(
+        &str,
+        &plotters::drawing::DrawingArea<plotters::prelude::SVGBackend, plotters::coord::Shift>,
+    ) -> DrawResult,
+) -> DrawResult<String> {
+    use plotters::prelude::*;
+    let mut svg = String::new();
+    {
+        let height = 50 + PANEL_HEIGHT * adapters.len() as u32;
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(title, (FONT, 16))?;
+        let panels = root.split_evenly((adapters.len(), 1));
+        for (adapter, panel) in adapters.iter().zip(&panels) {
+            draw_panel(adapter, panel)?;
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// A chart: its file name and SVG text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chart {

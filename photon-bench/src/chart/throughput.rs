@@ -6,11 +6,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axis::PointsAxis;
-use super::{baseline_color, short_number, DrawResult, FONT, PHOTON, WIDTH};
+use super::{
+    adapters_in_order, baseline_color, per_adapter_panels, short_number, DrawResult, FONT, PHOTON,
+};
 use crate::report::{BaselineKind, Report, ThroughputRow};
-
-/// Height of one adapter's panel.
-const PANEL_HEIGHT: u32 = 320;
 
 /// The chart, or `None` when the report has no throughput rows other than groups.
 pub(super) fn draw(report: &Report) -> DrawResult<Option<String>> {
@@ -19,36 +18,23 @@ pub(super) fn draw(report: &Report) -> DrawResult<Option<String>> {
         .iter()
         .filter(|row| row.group_members().is_none())
         .collect();
-    let mut adapters: Vec<&str> = Vec::new();
-    for row in &rows {
-        if !adapters.contains(&row.adapter.as_str()) {
-            adapters.push(&row.adapter);
-        }
-    }
+    let adapters = adapters_in_order(rows.iter().map(|row| row.adapter.as_str()));
     if adapters.is_empty() {
         return Ok(None);
     }
-    let mut svg = String::new();
-    {
-        let height = 50 + PANEL_HEIGHT * adapters.len() as u32;
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(
-            "Throughput: Photon beside its baseline (bar: median round; whisker: lowest to highest; dots: every round)",
-            (FONT, 16),
-        )?;
-        let panels = root.split_evenly((adapters.len(), 1));
-        for (adapter, panel) in adapters.iter().zip(&panels) {
+    per_adapter_panels(
+        "Throughput: Photon beside its baseline (bar: median round; whisker: lowest to highest; dots: every round)",
+        &adapters,
+        |adapter, panel| {
             let adapter_rows: Vec<&ThroughputRow> = rows
                 .iter()
                 .copied()
-                .filter(|row| row.adapter == *adapter)
+                .filter(|row| row.adapter == adapter)
                 .collect();
-            draw_panel(panel, adapter, &adapter_rows)?;
-        }
-        root.present()?;
-    }
-    Ok(Some(svg))
+            draw_panel(panel, adapter, &adapter_rows)
+        },
+    )
+    .map(Some)
 }
 
 fn draw_panel<DB: DrawingBackend>(

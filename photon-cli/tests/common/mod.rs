@@ -7,6 +7,21 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// The binary on the SQLite file `db` with `args`, clear of the caller's `PHOTON_OUTPUT`,
+/// serve token and transport keys.
+pub fn photon_on_sqlite(db: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_photon"));
+    command
+        .args(args)
+        .env("PHOTON_BACKEND", "sqlite")
+        .env("PHOTON_SQLITE_PATH", db)
+        .env_remove("PHOTON_OUTPUT")
+        .env_remove("PHOTON_SERVE_TOKEN")
+        .env_remove("PHOTON_TRANSPORT_KEYS")
+        .env_remove("PHOTON_TRANSPORT_KEY");
+    command
+}
+
 /// Runs `command` with `input` on its standard input, capturing both output streams.
 pub fn with_stdin(mut command: Command, input: &str) -> Output {
     let mut child = command
