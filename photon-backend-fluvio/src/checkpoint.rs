@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
 use crate::error::unavailable;
-use crate::fetch::{end_offset, read_range};
+use crate::query::{end_offset, read_range};
 use crate::stream_shard::shard_of_seq;
 use crate::topic::{checkpoints_topic_name, snapshot_topic_name, OpenProducer, Topics};
 
@@ -157,6 +157,23 @@ impl Checkpoints {
     ) -> Result<BTreeMap<u32, i64>> {
         self.refresh(cx).await?;
         Ok(self.state().positions(key))
+    }
+
+    /// Every stored checkpoint with its positions by shard, read up to the current end.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the topics cannot be read to their end.
+    pub(crate) async fn all(
+        &self,
+        cx: &Context<'_>,
+    ) -> Result<Vec<(CheckpointKey, BTreeMap<u32, i64>)>> {
+        self.refresh(cx).await?;
+        let mut by_key: BTreeMap<CheckpointKey, BTreeMap<u32, i64>> = BTreeMap::new();
+        for (entry, seq) in &self.state().values {
+            let key = CheckpointKey::new(&entry.subscription, &entry.topic, entry.key.as_deref());
+            by_key.entry(key).or_default().insert(entry.shard, *seq);
+        }
+        Ok(by_key.into_iter().collect())
     }
 
     /// Commits `seq` unless the position of its shard is already as high.

@@ -50,8 +50,8 @@ use tokio::sync::mpsc;
 use crate::codec::{decode_value, event_id};
 use crate::config::ReplayCursor;
 use crate::dedup::RecentIds;
-use crate::fetch::{end_offset, open};
 use crate::port::FluvioStoragePort;
+use crate::query::{end_offset, open};
 use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
 use crate::tail::{gate_name, TailGate};
 use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
@@ -538,7 +538,7 @@ async fn store_consumer_offset(
         .offset_strategy(OffsetManagementStrategy::Manual)
         .offset_start(Offset::absolute(offset)?)
         .disable_continuous(true)
-        .max_bytes(crate::fetch::MAX_FETCH_BYTES)
+        .max_bytes(crate::query::MAX_FETCH_BYTES)
         .build()?;
     let mut stream = fluvio.consumer_with_config(config).await?;
     match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {

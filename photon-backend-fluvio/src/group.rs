@@ -60,9 +60,9 @@ use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
 use tokio::sync::{oneshot, watch, OnceCell};
 
 use crate::error::unavailable;
-use crate::fetch::{end_offset, open};
 use crate::group_machine::{Command, Machine, Op, Outcome};
 use crate::port::{FluvioStoragePort, Inner};
+use crate::query::{end_offset, open};
 use crate::topic::{ensure_topic, groups_topic_name};
 
 /// How long one call may take to reach the log and see it applied.
@@ -499,7 +499,7 @@ async fn read_log(port: Weak<Inner>, log: Arc<GroupLog>, name: String) {
         failures += 1;
         let since = *failing_since.get_or_insert_with(Instant::now);
         tracing::debug!(port = "fluvio", topic = %name, %cause, failures, "reopening the group coordination log");
-        if since.elapsed() >= crate::consumer::WARN_AFTER && failures % 10 == 0 {
+        if since.elapsed() >= crate::consumer::WARN_AFTER && failures.is_multiple_of(10) {
             tracing::warn!(port = "fluvio", topic = %name, %cause, "group coordination log unreadable for {:?}; still retrying", since.elapsed());
         }
         if failures >= 2 {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
 use crate::error::unavailable;
-use crate::fetch::{end_offset, read_range};
+use crate::query::{end_offset, read_range};
 use crate::topic::{ensure_topic, fluvio_topic_name, is_settling, Topics, PROVISION_WAIT};
 
 /// The cluster-wide topic of layout records.
@@ -183,6 +183,35 @@ impl Layouts {
             .unwrap_or_else(|p| p.into_inner())
             .insert(topic.to_owned());
         Ok(())
+    }
+
+    /// Every Photon topic recorded under `prefix`, with its recorded shard count, read up
+    /// to the end of the layout topic.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the layout topic cannot be read.
+    pub(crate) async fn recorded(
+        &self,
+        fluvio: &Arc<Fluvio>,
+        config: &FluvioConfig,
+    ) -> Result<Vec<(String, u32)>> {
+        {
+            let mut created = self.updating.lock().await;
+            if !*created {
+                ensure_topic(fluvio, config, LAYOUTS_TOPIC).await?;
+                *created = true;
+            }
+            self.read_new(fluvio).await?;
+        }
+        let mut topics: Vec<(String, u32)> = self
+            .known()
+            .by_topic
+            .values()
+            .filter(|layout| layout.prefix == config.prefix)
+            .map(|layout| (layout.topic.clone(), layout.shards))
+            .collect();
+        topics.sort();
+        Ok(topics)
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, Known> {

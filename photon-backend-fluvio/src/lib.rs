@@ -96,6 +96,7 @@
 //! - [`fluvio_endpoint_from_env`]: the endpoint tests and tools connect to.
 //! - [`prompt_connector`]: the socket setup of the port's connections, for raw clients.
 
+mod catalog;
 mod checkpoint;
 mod codec;
 mod config;
@@ -104,12 +105,12 @@ mod consumer;
 mod dedup;
 mod env;
 mod error;
-mod fetch;
 mod group;
 mod group_machine;
 mod layout;
 mod port;
 mod publish;
+mod query;
 mod retention;
 mod socket;
 pub mod stream_shard;

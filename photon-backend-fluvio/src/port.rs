@@ -6,24 +6,20 @@ use async_trait::async_trait;
 use fluvio::Fluvio;
 use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupCoordination, GroupRequest, Record, RecordDraft,
-    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, SubscribeRequest,
-    DEFAULT_MAX_PAYLOAD_BYTES,
+    RecordStream, ReplayWindow, Result, StorageCapabilities, StoragePort, StoredCheckpoint,
+    SubscribeRequest, TopicInfo, DEFAULT_MAX_PAYLOAD_BYTES,
 };
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::checkpoint::{Checkpoints, Context};
-use crate::codec::{decode_value, parse_event_id};
 use crate::config::{FluvioConfig, FluvioStoragePortBuilder, ReplayCursor};
 use crate::connection::{Connection, Role};
 use crate::consumer::mirror_consumer_offsets;
-use crate::fetch::record_at;
 use crate::group::GroupLog;
 use crate::layout::Layouts;
 use crate::publish::{watch_acks, AckWatch, FailedSend, Permits};
-use crate::stream_shard::{seq_of, shard_of_seq};
-use crate::topic::{
-    checkpoints_topic_name, ensure_topic, fluvio_topic_name, snapshot_topic_name, Topics,
-};
+use crate::stream_shard::shard_of_seq;
+use crate::topic::{checkpoints_topic_name, ensure_topic, snapshot_topic_name, Topics};
 
 /// Fluvio-backed storage port.
 ///
@@ -33,7 +29,8 @@ use crate::topic::{
 ///
 /// Capabilities: `get_event`, consumer groups across processes (the group protocol over a
 /// coordination log on the cluster, see [`crate::group`]), durable, replay within retention
-/// (or tail only), bodies up to 1 MiB. No listing, truncation or `head_seq`.
+/// (or tail only), bodies up to 1 MiB, the catalog (topics from the cluster's layout
+/// records, see [`crate::catalog`]). No `list_by_topic`, truncation or `head_seq`.
 #[derive(Clone)]
 pub struct FluvioStoragePort {
     pub(crate) inner: Arc<Inner>,
@@ -163,35 +160,6 @@ impl FluvioStoragePort {
             .check(&inner.fluvio(), &inner.config, &inner.topics, topic)
             .await
     }
-
-    async fn find(&self, event_id: &str) -> Result<Option<Record>> {
-        let Some((name, partition, offset)) = parse_event_id(event_id) else {
-            return Ok(None);
-        };
-        if partition != 0 {
-            return Ok(None);
-        }
-        let Some(record) = record_at(&self.inner.fluvio(), &name, offset).await? else {
-            return Ok(None);
-        };
-        let Some(topic) = photon_core::wire::topic_of(record.value()) else {
-            return Ok(None);
-        };
-        // Only ids of this port's topic layout: the Fluvio topic must be a shard of `topic`.
-        let shards = self.inner.config.shards;
-        let Some(shard) = (0..shards).find(|shard| {
-            fluvio_topic_name(&self.inner.config.prefix, &topic, *shard, shards) == name
-        }) else {
-            return Ok(None);
-        };
-        decode_value(
-            record.value(),
-            &topic,
-            event_id.to_owned(),
-            seq_of(offset, shard, shards),
-        )
-        .map(Some)
-    }
 }
 
 #[async_trait]
@@ -204,6 +172,7 @@ impl StoragePort for FluvioStoragePort {
         StorageCapabilities {
             get_event: true,
             consumer_groups: true,
+            catalog: true,
             durable: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
@@ -224,6 +193,14 @@ impl StoragePort for FluvioStoragePort {
 
     async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
         self.find(event_id).await
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
+        self.catalog_topics().await
+    }
+
+    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+        self.catalog_checkpoints().await
     }
 
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {

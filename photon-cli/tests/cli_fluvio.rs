@@ -1,8 +1,9 @@
 //! The `photon` binary against the Fluvio cluster of `PHOTON_FLUVIO_ENDPOINT`, under a
-//! prefix of its own: publishing, tailing and moving a checkpoint forward work; the
-//! listings Fluvio cannot give (topics, lag, checkpoints) and moving a checkpoint back are
-//! refused as unsupported, naming the backend, with the CLI's exit code for it; `photon
-//! serve` answers that it cannot list.
+//! prefix of its own: publishing, tailing, listing topics, checkpoints and whole-topic lag,
+//! and moving a checkpoint forward work; what Fluvio cannot do (a keyed subscription's lag,
+//! moving a checkpoint back, listing dead letters) is refused as unsupported, naming the
+//! backend, with the CLI's exit code for it; `photon serve` lists what the CLI lists and
+//! says what it cannot.
 
 mod common;
 
@@ -53,7 +54,7 @@ fn publish_three(endpoint: &str, prefix: &str) -> Vec<i64> {
 }
 
 #[test]
-fn publish_tail_and_refused_listings_on_fluvio() {
+fn publish_tail_list_and_refusals_on_fluvio() {
     let Some(endpoint) = endpoint() else {
         return;
     };
@@ -101,11 +102,47 @@ fn publish_tail_and_refused_listings_on_fluvio() {
         common::stdout(&moved).trim(),
         format!("billing orders *: {second} (was none)")
     );
+    let topics = json_lines(&ok(photon_cmd(
+        &endpoint,
+        &prefix,
+        &["topics", "-o", "json"],
+    )
+    .output()
+    .unwrap()));
+    assert_eq!(topics.len(), 1, "{topics:?}");
+    assert_eq!(topics[0]["name"], json!("orders"), "{topics:?}");
+    assert_eq!(topics[0]["head_seq"], json!(seqs[2]), "{topics:?}");
+    assert_eq!(topics[0]["shards"], json!(1), "{topics:?}");
+    assert_eq!(topics[0]["events"], json!(null), "{topics:?}");
+
+    let checkpoints = json_lines(&ok(photon_cmd(
+        &endpoint,
+        &prefix,
+        &["checkpoints", "-o", "json"],
+    )
+    .output()
+    .unwrap()));
+    assert_eq!(
+        checkpoints,
+        vec![
+            json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": seqs[1]})
+        ]
+    );
+    let lag = json_lines(&ok(photon_cmd(&endpoint, &prefix, &["lag", "-o", "json"])
+        .output()
+        .unwrap()));
+    assert_eq!(
+        lag,
+        vec![json!({
+            "subscription": "billing", "topic": "orders", "key": null,
+            "checkpoint": seqs[1], "head": seqs[2], "lag": seqs[2] - seqs[1],
+        })]
+    );
+
     for args in [
-        vec!["topics"],
-        vec!["lag"],
-        vec!["checkpoints"],
+        vec!["lag", "billing", "orders", "--key", "a"],
         vec!["checkpoints", "billing", "orders", "--set", &first, "--yes"],
+        vec!["dlq", "list", "orders"],
     ] {
         let output = photon_cmd(&endpoint, &prefix, &args).output().unwrap();
         assert_eq!(
@@ -122,21 +159,29 @@ fn publish_tail_and_refused_listings_on_fluvio() {
 }
 
 #[test]
-fn serve_says_fluvio_cannot_list() {
+fn serve_lists_fluvio_topics_and_says_what_it_cannot() {
     let Some(endpoint) = endpoint() else {
         return;
     };
     let prefix = format!("srv{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    publish_three(&endpoint, &prefix);
+    let seqs = publish_three(&endpoint, &prefix);
     let mut command = photon_cmd(&endpoint, &prefix, &["serve", "--bind", "127.0.0.1:0"]);
     command.env_remove("PHOTON_SERVE_TOKEN");
     let server = Server::start(command);
     let (status, topics) = server.get_json("/api/topics", &[]);
     assert_eq!(status, 200, "{topics}");
-    assert_eq!(topics["supported"], json!(false), "{topics}");
-    assert_eq!(topics["topics"], json!([]), "{topics}");
-    assert!(
-        topics["reason"].as_str().unwrap().contains("fluvio"),
+    assert_eq!(topics["supported"], json!(true), "{topics}");
+    assert_eq!(
+        topics["topics"],
+        json!([{"name": "orders", "head_seq": seqs[2], "events": null, "bytes": topics["topics"][0]["bytes"], "shards": 1}]),
         "{topics}"
+    );
+    let (status, letters) = server.get_json("/api/dlq", &[]);
+    assert_eq!(status, 200, "{letters}");
+    assert_eq!(letters["supported"], json!(false), "{letters}");
+    assert_eq!(letters["dead_letters"], json!([]), "{letters}");
+    assert!(
+        letters["reason"].as_str().unwrap().contains("fluvio"),
+        "{letters}"
     );
 }

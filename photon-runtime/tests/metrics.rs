@@ -3,55 +3,21 @@
 //! and group subscription streams.
 
 mod executor_support;
+mod recording;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use executor_support::{eventually, Seen};
 use futures::StreamExt;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebugValue;
 use photon_core::group::GroupOptions;
 use photon_core::metrics as names;
 use photon_runtime::{Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
+use recording::{recorded, series};
 use serde_json::json;
-
-type Series = (String, Vec<(String, String)>);
-
-/// Runs `test` on a current-thread runtime with `recorder` as the thread's recorder, so
-/// that every task it spawns records there.
-fn recorded<F: Future<Output = ()>>(test: impl FnOnce() -> F) -> BTreeMap<Series, DebugValue> {
-    let recorder = DebuggingRecorder::new();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || runtime.block_on(test()));
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| {
-            let key = key.key();
-            let labels = key
-                .labels()
-                .map(|l| (l.key().to_owned(), l.value().to_owned()))
-                .collect();
-            ((key.name().to_owned(), labels), value)
-        })
-        .collect()
-}
-
-fn series(name: &str, labels: &[(&str, &str)]) -> Series {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    (name.to_owned(), labels)
-}
 
 const ORDERS: &[(&str, &str)] = &[("backend", "mem"), ("topic", "orders")];
 const DLQ: &[(&str, &str)] = &[("backend", "mem"), ("topic", "orders.dlq")];

@@ -3,130 +3,19 @@
 //! recorded on them.
 
 mod executor_support;
+mod recording;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use executor_support::eventually;
 use futures::StreamExt;
 use photon_runtime::{Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
+use recording::{fields, span, Recording, SeenEvent};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Level, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
-
-type Fields = BTreeMap<String, String>;
-
-/// A span as the layer saw it: name, parent (index into the recorded spans) and fields,
-/// including those recorded after it was created.
-#[derive(Debug, Clone, PartialEq)]
-struct SeenSpan {
-    name: &'static str,
-    parent: Option<usize>,
-    fields: Fields,
-}
-
-/// An event: level, the span it happened in (index) and fields.
-#[derive(Debug, Clone, PartialEq)]
-struct SeenEvent {
-    level: Level,
-    span: Option<usize>,
-    fields: Fields,
-}
-
-#[derive(Clone, Default)]
-struct Recording {
-    spans: Arc<Mutex<Vec<SeenSpan>>>,
-    events: Arc<Mutex<Vec<SeenEvent>>>,
-}
-
-/// Where a live span's record is kept (span ids are reused once spans close).
-struct Index(usize);
-
-struct FieldVisitor<'a>(&'a mut Fields);
-
-impl Visit for FieldVisitor<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut fields = Fields::new();
-        attrs.record(&mut FieldVisitor(&mut fields));
-        let span = ctx.span(id).expect("a new span is registered");
-        let parent = span
-            .parent()
-            .and_then(|parent| parent.extensions().get::<Index>().map(|i| i.0));
-        let mut spans = self.spans.lock().unwrap();
-        span.extensions_mut().insert(Index(spans.len()));
-        spans.push(SeenSpan {
-            name: attrs.metadata().name(),
-            parent,
-            fields,
-        });
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let span = ctx.span(id).expect("a recorded span is registered");
-        let extensions = span.extensions();
-        let Index(index) = extensions.get::<Index>().expect("indexed at creation");
-        let mut spans = self.spans.lock().unwrap();
-        values.record(&mut FieldVisitor(&mut spans[*index].fields));
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
-        let mut fields = Fields::new();
-        event.record(&mut FieldVisitor(&mut fields));
-        let span = ctx
-            .event_span(event)
-            .and_then(|span| span.extensions().get::<Index>().map(|i| i.0));
-        self.events.lock().unwrap().push(SeenEvent {
-            level: *event.metadata().level(),
-            span,
-            fields,
-        });
-    }
-}
-
-impl Recording {
-    fn spans(&self) -> Vec<SeenSpan> {
-        self.spans.lock().unwrap().clone()
-    }
-
-    fn errors(&self) -> Vec<SeenEvent> {
-        let events = self.events.lock().unwrap();
-        events
-            .iter()
-            .filter(|event| event.level == Level::ERROR)
-            .cloned()
-            .collect()
-    }
-}
-
-fn fields(pairs: &[(&str, &str)]) -> Fields {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
-
-fn span(name: &'static str, parent: Option<usize>, pairs: &[(&str, &str)]) -> SeenSpan {
-    SeenSpan {
-        name,
-        parent,
-        fields: fields(pairs),
-    }
-}
+use tracing::Level;
+use tracing_subscriber::layer::SubscriberExt;
 
 // The test runtime has one thread, so the thread's default subscriber sees every task.
 #[tokio::test]

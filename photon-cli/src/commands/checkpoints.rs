@@ -123,9 +123,10 @@ pub async fn lag_rows(
             .filter(|row| key.is_none() || row.key.as_deref() == key)
             .collect(),
     };
+    let mut heads = Heads::default();
     let mut rows = Vec::with_capacity(checkpoints.len());
     for row in checkpoints {
-        let head = head(photon, &row.topic, row.key.as_deref()).await?;
+        let head = heads.head(photon, &row.topic, row.key.as_deref()).await?;
         rows.push(LagRow {
             lag: (head.unwrap_or(0) - row.checkpoint.unwrap_or(0)).max(0),
             head,
@@ -138,12 +139,38 @@ pub async fn lag_rows(
     Ok(rows)
 }
 
-async fn head(photon: &Photon, topic: &str, key: Option<&str>) -> Result<Option<i64>, PhotonError> {
-    let port = photon.store().port();
-    if !port.capabilities().head_seq {
-        return Err(port.unsupported("head_seq (lag)"));
+/// Topic heads for lag: `head_seq` where the port has it; else, for a whole-topic
+/// subscription, the head the catalog lists (read once per listing).
+#[derive(Default)]
+struct Heads {
+    listed: Option<Vec<photon::core::TopicInfo>>,
+}
+
+impl Heads {
+    async fn head(
+        &mut self,
+        photon: &Photon,
+        topic: &str,
+        key: Option<&str>,
+    ) -> Result<Option<i64>, PhotonError> {
+        let port = photon.store().port();
+        let capabilities = port.capabilities();
+        if capabilities.head_seq {
+            return port.head_seq(topic, key).await;
+        }
+        if !capabilities.catalog || key.is_some() {
+            return Err(port.unsupported("head_seq (lag)"));
+        }
+        if self.listed.is_none() {
+            self.listed = Some(port.list_topics().await?);
+        }
+        Ok(self
+            .listed
+            .iter()
+            .flatten()
+            .find(|listed| listed.name == topic)
+            .and_then(|listed| listed.head_seq))
     }
-    port.head_seq(topic, key).await
 }
 
 /// Prints a checkpoint (or every stored one), after moving or removing it when asked.

@@ -70,8 +70,14 @@ pub async fn letters(photon: &Photon, topic: &str) -> Result<Vec<DeadLetter>, Ph
 /// The dead letters of every topic that has a dead-letter topic, by topic, oldest first.
 ///
 /// # Errors
-/// `Unsupported` where the backend cannot list its topics; as [`letters`].
+/// `Unsupported` where the backend cannot list its topics or read a topic's events back
+/// (even before any dead letter exists, so that an empty answer always means none); as
+/// [`letters`].
 pub async fn all_letters(photon: &Photon) -> Result<Vec<DeadLetter>, PhotonError> {
+    let port = photon.store().port();
+    if !port.capabilities().list {
+        return Err(port.unsupported("list_by_topic (dead letters)"));
+    }
     let suffix = photon.executor_config().dead_letter_topic("");
     let mut all = Vec::new();
     for topic in super::topics::list(photon).await? {

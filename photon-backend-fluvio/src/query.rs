@@ -1,4 +1,5 @@
-//! Bounded reads of one partition: its end offset, one record at an offset, a range.
+//! Queries: an event by id, and the bounded reads of one partition they and the
+//! checkpoint store use (its end offset, one record at an offset, a range).
 //!
 //! These reads stop at a known offset; a read that cannot get there within
 //! [`READ_DEADLINE`] is an error, never a silently short result.
@@ -8,10 +9,14 @@ use std::time::Duration;
 use fluvio::consumer::{ConsumerConfigExtBuilder, ConsumerStream, Record, RetryMode};
 use fluvio::{Fluvio, Offset};
 use futures::StreamExt;
+use photon_core::Record as PhotonRecord;
 use photon_core::{PhotonError, Result};
 
+use crate::codec::{decode_value, parse_event_id};
 use crate::error::unavailable;
-use crate::topic::{is_not_found, retry_not_found};
+use crate::port::FluvioStoragePort;
+use crate::stream_shard::seq_of;
+use crate::topic::{fluvio_topic_name, is_not_found, retry_not_found};
 
 /// Largest fetch: covers the largest batch the port writes (2 MB) with room to spare.
 pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
@@ -135,6 +140,41 @@ pub(crate) async fn read_range(
             }
             Err(_) => return Err(timeout(topic)),
         }
+    }
+}
+
+impl FluvioStoragePort {
+    /// The event `event_id` names, `None` when it names no record of this port's layout.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the cluster fails.
+    pub(crate) async fn find(&self, event_id: &str) -> Result<Option<PhotonRecord>> {
+        let Some((name, partition, offset)) = parse_event_id(event_id) else {
+            return Ok(None);
+        };
+        if partition != 0 {
+            return Ok(None);
+        }
+        let Some(record) = record_at(&self.inner.fluvio(), &name, offset).await? else {
+            return Ok(None);
+        };
+        let Some(topic) = photon_core::wire::topic_of(record.value()) else {
+            return Ok(None);
+        };
+        // Only ids of this port's topic layout: the Fluvio topic must be a shard of `topic`.
+        let shards = self.inner.config.shards;
+        let Some(shard) = (0..shards).find(|shard| {
+            fluvio_topic_name(&self.inner.config.prefix, &topic, *shard, shards) == name
+        }) else {
+            return Ok(None);
+        };
+        decode_value(
+            record.value(),
+            &topic,
+            event_id.to_owned(),
+            seq_of(offset, shard, shards),
+        )
+        .map(Some)
     }
 }
 
