@@ -58,6 +58,7 @@ mod retention;
 mod row;
 mod schema;
 mod topic;
+mod transaction;
 mod writer;
 
 pub use config::{
@@ -73,4 +74,12 @@ pub use config::{
     PHOTON_SQLITE_POLL_INTERVAL_MS, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
     PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
 };
+pub use error::sqlite_error;
 pub use port::SqliteStoragePort;
+pub use transaction::{
+    publish_in_tx, transactional_handler, SqliteTransaction, TransactionalHandler,
+};
+
+/// The `rusqlite` this port is built on, so that transactional handlers and callers of
+/// [`publish_in_tx`] name the same version.
+pub use rusqlite;

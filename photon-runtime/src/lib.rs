@@ -44,5 +44,6 @@ pub use subscription::DurableSubscription;
 
 pub use photon_core::{
     Appended, CheckpointKey, Event, EventStream, FlushPolicy, Headers, PhotonError, StartAt,
-    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry, TransportCrypto,
+    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
+    TransactionOutcome, TransactionalPort, TransportCrypto,
 };

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result};
 
+use super::transactional::LetterCommit;
 use super::typed::TypedTopic;
 
 /// The future a handler returns.
@@ -190,6 +191,9 @@ impl HandlerOptions {
 pub(crate) struct Registration {
     pub(crate) options: HandlerOptions,
     pub(crate) handler: HandlerFn,
+    /// Set for a transactional handler: stores its dead letters with the checkpoint
+    /// advance in one transaction.
+    pub(crate) transactional: Option<Arc<dyn LetterCommit>>,
 }
 
 impl Registration {
@@ -226,6 +230,7 @@ impl Registration {
         Ok(Self {
             options,
             handler: Arc::new(function),
+            transactional: None,
         })
     }
 }

@@ -67,6 +67,7 @@ mod idle;
 mod retry;
 pub(crate) mod shutdown;
 mod stats;
+mod transactional;
 mod typed;
 
 use std::sync::{Arc, Mutex};
