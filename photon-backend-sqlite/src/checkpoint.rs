@@ -49,7 +49,10 @@ impl SqliteStoragePort {
 
 /// The stored seq of a checkpoint, read on `connection` (a transaction's, to read it under
 /// the write lock).
-pub(crate) fn stored(connection: &Connection, key: &CheckpointKey) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn stored(
+    connection: &Connection,
+    key: &CheckpointKey,
+) -> rusqlite::Result<Option<i64>> {
     let (keyed, topic_key) = scope(key);
     connection
         .prepare_cached(

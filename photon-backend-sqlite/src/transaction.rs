@@ -108,7 +108,8 @@ pub fn publish_in_tx(connection: &Connection, draft: RecordDraft) -> Result<Appe
 /// Inserts a row with its topic's next seq and stores that seq.
 fn append(connection: &Connection, row: &PendingRow) -> Result<Appended> {
     let what = || format!("append to topic {:?} in a transaction", row.topic);
-    let mut topic = provision_topic(connection, &row.topic).map_err(|e| sqlite_error(&what(), e))?;
+    let mut topic =
+        provision_topic(connection, &row.topic).map_err(|e| sqlite_error(&what(), e))?;
     let (appended, inserted) =
         publish::insert(connection, &mut topic, row).map_err(|e| sqlite_error(&what(), e))?;
     if inserted {
@@ -118,7 +119,10 @@ fn append(connection: &Connection, row: &PendingRow) -> Result<Appended> {
 }
 
 /// Work the writer thread runs alone, in its own transaction; it answers its caller itself.
-pub(crate) struct TransactionWork(Box<dyn FnOnce(&mut Connection, &TopicHeads) + Send>);
+pub(crate) struct TransactionWork(Box<WriterWork>);
+
+/// What the writer calls: its connection, and the watchers to wake after a commit.
+type WriterWork = dyn FnOnce(&mut Connection, &TopicHeads) + Send;
 
 impl TransactionWork {
     pub(crate) fn run(self, connection: &mut Connection, heads: &TopicHeads) {

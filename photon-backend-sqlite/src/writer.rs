@@ -54,7 +54,6 @@ pub(crate) enum Command {
     Transaction(TransactionWork),
 }
 
-
 /// What one command produced in a committed transaction.
 enum Outcome {
     Appended(Appended),

@@ -23,7 +23,9 @@ async fn open(db: &std::path::Path) -> (SqliteStoragePort, EventStore) {
         .build()
         .await
         .unwrap();
-    let crypto = TransportCrypto::plaintext().with_key("k1", [7u8; 32]).unwrap();
+    let crypto = TransportCrypto::plaintext()
+        .with_key("k1", [7u8; 32])
+        .unwrap();
     let store = EventStore::new(Arc::new(port.clone()), crypto);
     (port, store)
 }
@@ -123,9 +125,14 @@ async fn rolled_back_publishes_nothing_committed_wakes_the_subscriber_once() {
     // Sealed exactly as a publish: the stored body holds no plaintext.
     let body: String = Connection::open(&db)
         .unwrap()
-        .query_row("SELECT body FROM events WHERE seq = 1", [], |row| row.get(0))
+        .query_row("SELECT body FROM events WHERE seq = 1", [], |row| {
+            row.get(0)
+        })
         .unwrap();
-    assert!(!body.contains("total") && !body.contains("request-id"), "{body}");
+    assert!(
+        !body.contains("total") && !body.contains("request-id"),
+        "{body}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,10 +217,7 @@ async fn publish_in_tx_on_the_callers_own_connection() {
         .map(Result::unwrap)
         .collect()
         .await;
-    let seen: Vec<(i64, String)> = events
-        .iter()
-        .map(|e| (e.seq, e.event_id.clone()))
-        .collect();
+    let seen: Vec<(i64, String)> = events.iter().map(|e| (e.seq, e.event_id.clone())).collect();
     assert_eq!(
         seen,
         vec![(1, appended.event_id), (2, next.event_id.clone())]

@@ -43,11 +43,11 @@ pub use port::{
 };
 pub use progress::Progress;
 pub use store::{EventStore, EventStream, StartPolicy, Unopened};
-pub use transaction::{TransactionOutcome, TransactionalPort};
 pub use topic::{
     is_dead_letter_topic, validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry,
     DEAD_LETTER_SUFFIX, MAX_TOPIC_KEY_LEN, MAX_TOPIC_NAME_LEN,
 };
+pub use transaction::{TransactionOutcome, TransactionalPort};
 
 // Re-exported so that `#[topic]` expansions and ports name one version of these crates.
 #[doc(hidden)]

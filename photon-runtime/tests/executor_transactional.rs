@@ -173,7 +173,12 @@ async fn two_consumers_of_one_subscription_apply_each_event_once() {
     let mut ids = Vec::new();
     for n in 0..200 {
         let appended = photon_a
-            .publish("orders", Some(&format!("k{}", n % 5)), json!(null), json!(n))
+            .publish(
+                "orders",
+                Some(&format!("k{}", n % 5)),
+                json!(null),
+                json!(n),
+            )
             .await
             .unwrap();
         ids.push((appended.seq, appended.event_id));

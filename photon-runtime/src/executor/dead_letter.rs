@@ -23,8 +23,8 @@ use serde_json::Value;
 
 use super::config::RetryPolicy;
 use super::retry;
-use super::transactional::LetterCommit;
 use super::shutdown::StopSignal;
+use super::transactional::LetterCommit;
 use crate::photon::Photon;
 
 /// Records listed per page when reading a dead-letter topic.
@@ -405,7 +405,10 @@ async fn publish(
     seq: i64,
 ) -> Result<()> {
     match transaction {
-        None => store.publish(dlq_topic, key, actor, payload).await.map(drop),
+        None => store
+            .publish(dlq_topic, key, actor, payload)
+            .await
+            .map(drop),
         Some(transaction) => {
             let draft = store.draft(dlq_topic, key, actor, payload)?;
             let stored = transaction
@@ -413,7 +416,11 @@ async fn publish(
                 .store(draft, transaction.checkpoint.clone(), seq)
                 .await?;
             if stored.is_none() {
-                tracing::debug!(topic = dlq_topic, seq, "checkpoint already past the event; its letter was stored before");
+                tracing::debug!(
+                    topic = dlq_topic,
+                    seq,
+                    "checkpoint already past the event; its letter was stored before"
+                );
             }
             Ok(())
         }
