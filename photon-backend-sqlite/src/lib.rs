@@ -90,7 +90,8 @@ pub use config::{
 pub use error::sqlite_error;
 pub use port::SqliteStoragePort;
 pub use transaction::{
-    publish_in_tx, transactional_handler, SqliteTransaction, TransactionalHandler,
+    publish_in_tx, transactional_handler, DeclaredTransactionalFn, SqliteTransaction,
+    TransactionalHandler,
 };
 
 /// The `rusqlite` this port is built on, so that transactional handlers and callers of

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use photon_core::{
-    Appended, CheckpointKey, Event, PhotonError, RecordDraft, Result, TransactionOutcome,
-    TransactionalPort,
+    Appended, CheckpointKey, Event, PhotonError, RecordDraft, Result, TransactionHandle,
+    TransactionOutcome, TransactionalPort,
 };
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
@@ -264,9 +264,21 @@ fn raise(transaction: &SqliteTransaction<'_>, key: &CheckpointKey, seq: i64) -> 
 /// Transactional handlers on SQLite run on the writer thread, in a `BEGIN IMMEDIATE`
 /// transaction that first reads the checkpoint: a second consumer of the same
 /// subscription (in this or another process) finds the event covered and skips it.
+/// The plain function `#[subscribe(transactional)]` makes of a declared SQLite handler.
+pub type DeclaredTransactionalFn = fn(&SqliteTransaction<'_>, Event) -> Result<()>;
+
+impl TransactionHandle for SqliteTransaction<'_> {
+    type Port = SqliteStoragePort;
+}
+
 #[async_trait]
 impl TransactionalPort for SqliteStoragePort {
     type Handler = TransactionalHandler;
+    type DeclaredFn = DeclaredTransactionalFn;
+
+    fn declared_handler(function: DeclaredTransactionalFn) -> Arc<TransactionalHandler> {
+        transactional_handler(move |transaction, event| function(transaction, event.clone()))
+    }
 
     async fn handle_in_transaction(
         &self,

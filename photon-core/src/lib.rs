@@ -47,7 +47,7 @@ pub use topic::{
     is_dead_letter_topic, validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry,
     DEAD_LETTER_SUFFIX, MAX_TOPIC_KEY_LEN, MAX_TOPIC_NAME_LEN,
 };
-pub use transaction::{TransactionOutcome, TransactionalPort};
+pub use transaction::{TransactionHandle, TransactionOutcome, TransactionalPort};
 
 // Re-exported so that `#[topic]` expansions and ports name one version of these crates.
 #[doc(hidden)]

@@ -46,6 +46,13 @@ pub trait TransactionalPort: StoragePort {
     /// The handler this port runs inside its transaction.
     type Handler: ?Sized + Send + Sync + 'static;
 
+    /// The plain function a `#[subscribe(transactional)]` declaration becomes (SQLite:
+    /// `fn(&SqliteTransaction<'_>, Event) -> Result<()>`).
+    type DeclaredFn: Copy + Send + Sync + 'static;
+
+    /// The handler that calls a declared function.
+    fn declared_handler(function: Self::DeclaredFn) -> Arc<Self::Handler>;
+
     /// Runs `handler` on `event` in one transaction that also raises `checkpoint` to
     /// `event.seq`.
     ///
@@ -85,4 +92,11 @@ pub trait TransactionalPort: StoragePort {
         checkpoint: CheckpointKey,
         seq: i64,
     ) -> Result<Option<Appended>>;
+}
+
+/// The transaction type a transactional handler takes, tied to the port that hands it
+/// out: `#[subscribe(transactional)]` finds the port from the handler's first argument.
+pub trait TransactionHandle {
+    /// The port whose transactions these are.
+    type Port: TransactionalPort + Clone;
 }

@@ -44,6 +44,7 @@
 mod args;
 mod subscribe;
 mod topic;
+mod transactional;
 
 use proc_macro::TokenStream;
 

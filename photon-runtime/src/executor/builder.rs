@@ -236,8 +236,10 @@ impl ExecutorBuilder {
         self.config.validate()?;
         if self.declared {
             for descriptor in inventory::iter::<HandlerDescriptor> {
-                self.registrations
-                    .push(Registration::from_descriptor(descriptor)?);
+                self.registrations.push(Registration::from_descriptor(
+                    descriptor,
+                    self.photon.store().port(),
+                )?);
             }
         }
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {

@@ -7,9 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use photon_core::metrics::Consumer;
-use photon_core::{Event, PhotonError, Result};
+use photon_core::{Event, PhotonError, Result, StoragePort};
 
-use super::transactional::LetterCommit;
+use super::transactional::{BindTransactional, LetterCommit};
 use super::typed::TypedTopic;
 
 /// The future a handler returns.
@@ -34,8 +34,12 @@ pub struct HandlerDescriptor {
     pub key: Option<&'static str>,
     /// Consumer group the handler shares its topic with, when set.
     pub group: Option<&'static str>,
-    /// Calls the function with one event.
+    /// Calls the function with one event (unused for a transactional handler, which
+    /// runs through `transactional`).
     pub handler: fn(Event) -> HandlerFuture,
+    /// Set for `#[subscribe(transactional)]`: binds the function to the `Photon`'s port
+    /// when the executor starts.
+    pub transactional: Option<BindTransactional>,
 }
 
 inventory::collect!(HandlerDescriptor);
@@ -201,8 +205,12 @@ impl Registration {
     ///
     /// # Errors
     /// [`PhotonError::InvalidInput`] when the descriptor names no topic or a topic other
-    /// than its typed argument's.
-    pub(crate) fn from_descriptor(descriptor: &HandlerDescriptor) -> Result<Self> {
+    /// than its typed argument's, or is transactional on another kind of port than
+    /// `port`.
+    pub(crate) fn from_descriptor(
+        descriptor: &HandlerDescriptor,
+        port: &Arc<dyn StoragePort>,
+    ) -> Result<Self> {
         let topic = match (descriptor.topic, descriptor.input_topic) {
             ("", Some(typed)) => typed,
             ("", None) => {
@@ -225,6 +233,14 @@ impl Registration {
         }
         if let Some(group) = descriptor.group {
             options = options.group(group);
+        }
+        if let Some(bind) = descriptor.transactional {
+            let binding = bind(port, &options)?;
+            return Ok(Self {
+                options,
+                handler: binding.handler,
+                transactional: Some(binding.letters),
+            });
         }
         let function = descriptor.handler;
         Ok(Self {

@@ -98,6 +98,7 @@ pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
 };
+pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
 use idle::ReadPosition;

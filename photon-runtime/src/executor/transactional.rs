@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use photon_core::{
-    Appended, CheckpointKey, Event, RecordDraft, Result, TransactionOutcome, TransactionalPort,
+    Appended, CheckpointKey, Event, PhotonError, RecordDraft, Result, StoragePort,
+    TransactionOutcome, TransactionalPort,
 };
 
 use super::handler::{HandlerFn, HandlerOptions};
@@ -67,4 +68,54 @@ pub(crate) fn wrap<P: TransactionalPort>(
         })
     });
     (function, letters)
+}
+
+/// A handler declared with `#[subscribe(transactional)]`, bound to the port it runs on.
+/// Made by the macro's expansion through [`TransactionalBinding::declared`].
+pub struct TransactionalBinding {
+    pub(crate) handler: HandlerFn,
+    pub(crate) letters: Arc<dyn LetterCommit>,
+}
+
+impl std::fmt::Debug for TransactionalBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionalBinding")
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a declared transactional handler is bound when the executor starts.
+pub type BindTransactional =
+    fn(&Arc<dyn StoragePort>, &HandlerOptions) -> Result<TransactionalBinding>;
+
+impl TransactionalBinding {
+    /// Binds a declared function to `port`, which must be a `P` (the port whose
+    /// transactions the function takes).
+    ///
+    /// # Errors
+    /// [`PhotonError::InvalidInput`] naming the handler and both ports when `port` is
+    /// another kind of port.
+    pub fn declared<P: TransactionalPort + Clone>(
+        port: &Arc<dyn StoragePort>,
+        options: &HandlerOptions,
+        function: P::DeclaredFn,
+    ) -> Result<Self> {
+        let concrete = port
+            .transactional_port()
+            .and_then(|any| any.downcast_ref::<P>())
+            .ok_or_else(|| {
+                PhotonError::InvalidInput(format!(
+                    "handler {} is transactional on {}, but this Photon stores events in the {} port",
+                    options.handler_name(),
+                    std::any::type_name::<P>(),
+                    port.label()
+                ))
+            })?;
+        let (handler, letters) = wrap(
+            options,
+            Arc::new(concrete.clone()),
+            P::declared_handler(function),
+        );
+        Ok(Self { handler, letters })
+    }
 }
