@@ -149,7 +149,7 @@ async fn events_of_different_keys_run_in_seq_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_consumers_of_one_subscription_apply_each_event_once() {
+async fn two_consumers_of_one_subscription_apply_each_event_and_letter_once() {
     let directory = tempfile::tempdir().unwrap();
     let db = directory.path().join("two.db");
     let (port_a, photon_a) = open(&db).await;
@@ -159,6 +159,9 @@ async fn two_consumers_of_one_subscription_apply_each_event_once() {
     for (port, photon) in [(port_a, &photon_a), (port_b, &photon_b)] {
         let calls = calls.clone();
         let handler = transactional_handler(move |tx, event| {
+            if event.payload == json!(100) {
+                return Err(PhotonError::handler_permanent("declined"));
+            }
             calls.fetch_add(1, Ordering::SeqCst);
             insert_row(tx, event)
         });
@@ -186,9 +189,16 @@ async fn two_consumers_of_one_subscription_apply_each_event_once() {
     for executor in &executors {
         executor.wait_idle().await.unwrap();
     }
+    let failed = ids.remove(100);
     assert_eq!(ledger(&db), ids);
-    // Each event's handler ran once: the other consumer found the checkpoint past it.
-    assert_eq!(calls.load(Ordering::SeqCst), 200);
+    // Each event's handler committed once: the other consumer found the checkpoint past
+    // it, and did not call the handler.
+    assert_eq!(calls.load(Ordering::SeqCst), 199);
+    // One letter for the failed event: the second consumer's letter found the checkpoint
+    // moved with the first one's.
+    let letters = photon_a.dead_letters("orders").await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].original.event_id, failed.1);
     for executor in executors {
         executor.shutdown().await.unwrap();
     }
@@ -241,4 +251,41 @@ async fn a_covered_event_is_not_handled_and_a_group_is_refused() {
         }
         other => panic!("expected InvalidInput, got {:?}", other.map(|_| ())),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_record_is_dead_lettered_in_the_transaction() {
+    let directory = tempfile::tempdir().unwrap();
+    let db = directory.path().join("damaged.db");
+    let (port, photon) = open(&db).await;
+    let damaged = photon
+        .publish("orders", Some("k1"), json!(null), json!(1))
+        .await
+        .unwrap();
+    Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE events SET body = '{not json' WHERE seq = 1", [])
+        .unwrap();
+    let healthy = photon
+        .publish("orders", Some("k2"), json!(null), json!(2))
+        .await
+        .unwrap();
+    let handler = transactional_handler(|tx, event| insert_row(tx, event));
+    let executor = photon
+        .executor()
+        .transactional_handler(HandlerOptions::new("ledger", "orders"), port, handler)
+        .start()
+        .unwrap();
+    executor.wait_idle().await.unwrap();
+    assert_eq!(ledger(&db), vec![(2, healthy.event_id)]);
+    let letters = photon.dead_letters("orders").await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].original.event_id, damaged.event_id);
+    assert_eq!(letters[0].original.seq, 1);
+    assert!(letters[0].original.undecodable.is_some());
+    assert_eq!(
+        photon.checkpoint("ledger", "orders", None).await.unwrap(),
+        Some(2)
+    );
+    executor.shutdown().await.unwrap();
 }
