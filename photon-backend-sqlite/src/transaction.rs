@@ -61,8 +61,10 @@ impl<'c> Deref for SqliteTransaction<'c> {
 impl SqliteTransaction<'_> {
     /// Appends an event in this transaction: seq follows the topic's last one, and the
     /// event is stored (and delivered) only if the transaction commits. Build the draft
-    /// with `EventStore::draft_with_headers` (or `Photon::draft`) so that it is validated,
-    /// limited and sealed exactly as a publish would be.
+    /// with `EventStore::draft_with_headers` (`photon.store().draft_with_headers(..)`) so
+    /// that it is validated, limited and sealed exactly as a publish would be. Unlike a
+    /// publish, it opens no `photon.publish` span, adds no injected header (`otel`) and is
+    /// not counted in `photon_published_total`.
     ///
     /// # Errors
     /// [`PhotonError::InvalidInput`] for a timestamp SQLite cannot store,
