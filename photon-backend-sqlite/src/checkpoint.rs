@@ -28,23 +28,9 @@ impl SqliteStoragePort {
         let key = key.clone();
         self.readers()
             .read(move |connection| {
-                let (keyed, topic_key) = scope(&key);
-                connection
-                    .prepare_cached(
-                        "SELECT seq FROM checkpoints \
-                         WHERE subscription = ?1 AND topic = ?2 AND keyed = ?3 AND topic_key = ?4",
-                    )
-                    .and_then(|mut statement| {
-                        statement
-                            .query_row(
-                                params![key.subscription, key.topic, keyed, topic_key],
-                                |row| row.get(0),
-                            )
-                            .optional()
-                    })
-                    .map_err(|e| {
-                        sqlite_error(&format!("load checkpoint {:?}", key.subscription), e)
-                    })
+                stored(connection, &key).map_err(|e| {
+                    sqlite_error(&format!("load checkpoint {:?}", key.subscription), e)
+                })
             })
             .await
     }
@@ -59,6 +45,25 @@ impl SqliteStoragePort {
         })?;
         answer.await.map_err(|_| writer_gone())?
     }
+}
+
+/// The stored seq of a checkpoint, read on `connection` (a transaction's, to read it under
+/// the write lock).
+pub(crate) fn stored(
+    connection: &Connection,
+    key: &CheckpointKey,
+) -> rusqlite::Result<Option<i64>> {
+    let (keyed, topic_key) = scope(key);
+    connection
+        .prepare_cached(
+            "SELECT seq FROM checkpoints \
+             WHERE subscription = ?1 AND topic = ?2 AND keyed = ?3 AND topic_key = ?4",
+        )?
+        .query_row(
+            params![key.subscription, key.topic, keyed, topic_key],
+            |row| row.get(0),
+        )
+        .optional()
 }
 
 /// What a checkpoint write does.

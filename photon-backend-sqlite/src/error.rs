@@ -16,8 +16,10 @@ pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
 
 /// A Photon error for a failed SQLite call; `what` says what was being done. SQLite's
 /// description is in the message (so that a log line of the error alone says why) and the
-/// error itself is the `source`.
-pub(crate) fn sqlite_error(what: &str, error: rusqlite::Error) -> PhotonError {
+/// error itself is the `source`. A busy or locked database is
+/// [`PhotonError::Unavailable`] (retryable: a transactional handler's attempt is retried),
+/// anything else [`PhotonError::Storage`] (not retried: the event is dead-lettered).
+pub fn sqlite_error(what: &str, error: rusqlite::Error) -> PhotonError {
     let message = format!("cannot {what}: {error}");
     if is_busy(&error) {
         PhotonError::unavailable(LABEL, message, error)

@@ -32,6 +32,19 @@
 //!   naming the deleted seqs, then continues at the first kept one.
 //! - **Opening** a new file from several processes at once waits (within `busy_timeout`)
 //!   for the others' switch to WAL and schema creation instead of failing.
+//! - **Transactions** ([`SqliteStoragePort::transaction`]): a closure run in one
+//!   `BEGIN IMMEDIATE` transaction on the writer's connection, on the writer thread.
+//!   [`SqliteTransaction::publish`] appends an event in it (the transactional outbox:
+//!   visible exactly when it commits, this port's subscribers woken by the commit; a
+//!   rollback stores nothing and uses no seq); [`publish_in_tx`] does the same in a
+//!   transaction on a connection of the caller's (subscribers see it at their next poll).
+//! - **Transactional handlers** (`photon_core::TransactionalPort`, handler type
+//!   [`TransactionalHandler`]): the handler's writes through the transaction and the
+//!   checkpoint advance (or a dead letter and the advance) commit together, so the
+//!   handler's effects in this file are exactly-once: never applied twice, never skipped,
+//!   across crashes, retries and a second consumer of the subscription (each transaction
+//!   reads the checkpoint under the write lock first). Effects outside the file stay
+//!   at-least-once.
 //! - **Consumer groups** span every process that opens the file: partition leases with
 //!   epochs and fenced per-partition checkpoints in the `group_members` and
 //!   `group_partitions` tables (the protocol of `photon_core::group`); expiries on the
@@ -58,6 +71,7 @@ mod retention;
 mod row;
 mod schema;
 mod topic;
+mod transaction;
 mod writer;
 
 pub use config::{
@@ -73,4 +87,13 @@ pub use config::{
     PHOTON_SQLITE_POLL_INTERVAL_MS, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
     PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
 };
+pub use error::sqlite_error;
 pub use port::SqliteStoragePort;
+pub use transaction::{
+    publish_in_tx, transactional_handler, DeclaredTransactionalFn, SqliteTransaction,
+    TransactionalHandler,
+};
+
+/// The `rusqlite` this port is built on, so that transactional handlers and callers of
+/// [`publish_in_tx`] name the same version.
+pub use rusqlite;

@@ -20,6 +20,7 @@ use crate::config::SqliteConfig;
 use crate::error::{is_busy, shared_failure};
 use crate::row::PendingRow;
 use crate::topic::{find_topic, provision_topic, store_last_seq, TopicHeads, TopicRow};
+use crate::transaction::TransactionWork;
 use crate::{checkpoint, publish, retention};
 
 /// A write (or a read that must be ordered with writes) for the writer thread.
@@ -48,6 +49,9 @@ pub(crate) enum Command {
         topic: String,
         reply: oneshot::Sender<Result<i64>>,
     },
+    /// A caller's transaction (see `transaction.rs`): run alone, never in a batch, and
+    /// answered by the work itself.
+    Transaction(TransactionWork),
 }
 
 /// What one command produced in a committed transaction.
@@ -109,7 +113,7 @@ impl Writer {
             if let Some(first) = first {
                 let batch = self.collect(first);
                 self.last_batch = batch.len();
-                self.execute(batch);
+                self.execute_in_order(batch);
             }
             if self.config.has_retention() && Instant::now() >= next_sweep {
                 retention::sweep(&mut self.connection, &self.config);
@@ -142,6 +146,26 @@ impl Writer {
             }
         }
         batch
+    }
+
+    /// Runs the commands in arrival order: each run of plain commands as one batch, each
+    /// caller's transaction alone between them.
+    fn execute_in_order(&mut self, batch: Vec<Command>) {
+        let mut plain = Vec::with_capacity(batch.len());
+        for command in batch {
+            match command {
+                Command::Transaction(work) => {
+                    if !plain.is_empty() {
+                        self.execute(std::mem::take(&mut plain));
+                    }
+                    work.run(&mut self.connection, &self.heads);
+                }
+                command => plain.push(command),
+            }
+        }
+        if !plain.is_empty() {
+            self.execute(plain);
+        }
     }
 
     fn execute(&mut self, batch: Vec<Command>) {
@@ -210,6 +234,8 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
                     Outcome::Tail(find_topic(&transaction, topic)?.map_or(0, |row| row.last_seq))
                 }
             },
+            // Never batched: `execute_in_order` runs each alone.
+            Command::Transaction(_) => Outcome::Done,
         };
         outcomes.push(outcome);
     }
@@ -261,5 +287,7 @@ fn fail(command: Command, busy: bool, cause: &str) {
         Command::TailSeq { reply, topic } => {
             let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
         }
+        // Dropping the work drops its reply: its caller sees the writer gone.
+        Command::Transaction(_) => {}
     }
 }

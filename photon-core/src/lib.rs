@@ -6,7 +6,8 @@
 //!   bullets that the `photon-testkit` conformance suite checks.
 //! - [`EventStore`]: validation, limits and the sealed envelope ([`TransportCrypto`]) in
 //!   front of any port.
-//! - [`CheckpointCommitter`]: checkpoint coalescing.
+//! - [`CheckpointCommitter`]: checkpoint coalescing; [`TransactionalPort`]: a handler's
+//!   writes and the checkpoint advance in one transaction (exactly-once in that database).
 //! - [`mem::MemStoragePort`]: the in-process port.
 //! - [`metrics`] and [`spans`]: the metrics Photon records and the tracing spans it opens.
 
@@ -26,6 +27,7 @@ pub mod shard;
 pub mod spans;
 pub mod store;
 pub mod topic;
+pub mod transaction;
 pub mod wire;
 
 pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
@@ -45,6 +47,7 @@ pub use topic::{
     is_dead_letter_topic, validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry,
     DEAD_LETTER_SUFFIX, MAX_TOPIC_KEY_LEN, MAX_TOPIC_NAME_LEN,
 };
+pub use transaction::{TransactionHandle, TransactionOutcome, TransactionalPort};
 
 // Re-exported so that `#[topic]` expansions and ports name one version of these crates.
 #[doc(hidden)]

@@ -356,6 +356,15 @@ pub trait StoragePort: Send + Sync + 'static {
         None
     }
 
+    /// This port as [`std::any::Any`] when it implements
+    /// [`crate::TransactionalPort`], so that the runtime can reach that side from an
+    /// `Arc<dyn StoragePort>` (handlers declared with `#[subscribe(transactional)]`).
+    ///
+    /// - A port implementing `TransactionalPort` returns `Some(self)`; others `None`.
+    fn transactional_port(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// Waits until every accepted append is stored (ports that acknowledge before storing).
     ///
     /// # Errors

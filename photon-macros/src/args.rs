@@ -3,53 +3,95 @@
 use proc_macro2::Span;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Lit, LitStr, MetaNameValue, Token};
+use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
 
-/// The `name = "value"` pairs of an attribute, checked against the accepted names.
+/// The `name = "value"` pairs and bare flags of an attribute, checked against the
+/// accepted names.
 pub(crate) struct Args {
     pairs: Vec<(String, LitStr)>,
+    flags: Vec<String>,
 }
 
 impl Args {
     /// Parses `tokens` as comma-separated `name = "string"` pairs, each name from `accepted`
     /// and given at most once.
     pub(crate) fn parse(tokens: proc_macro2::TokenStream, accepted: &[&str]) -> syn::Result<Self> {
-        let metas = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(tokens)?;
-        let mut pairs: Vec<(String, LitStr)> = Vec::new();
+        Self::parse_with_flags(tokens, accepted, &[])
+    }
+
+    /// As [`Args::parse`], also accepting the bare names in `flags` (`transactional`).
+    pub(crate) fn parse_with_flags(
+        tokens: proc_macro2::TokenStream,
+        accepted: &[&str],
+        flags: &[&str],
+    ) -> syn::Result<Self> {
+        let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)?;
+        let mut args = Self {
+            pairs: Vec::new(),
+            flags: Vec::new(),
+        };
+        let expected = || {
+            let mut names: Vec<&str> = accepted.to_vec();
+            names.extend_from_slice(flags);
+            names.join("`, `")
+        };
         for meta in metas {
-            let name = meta
-                .path
+            let path = meta.path();
+            let name = path
                 .get_ident()
                 .map(ToString::to_string)
-                .ok_or_else(|| syn::Error::new_spanned(&meta.path, "expected a plain name"))?;
-            if !accepted.contains(&name.as_str()) {
-                let expected = accepted.join("`, `");
+                .ok_or_else(|| syn::Error::new_spanned(path, "expected a plain name"))?;
+            let given_twice =
+                args.flags.contains(&name) || args.pairs.iter().any(|(seen, _)| *seen == name);
+            if given_twice {
                 return Err(syn::Error::new_spanned(
-                    &meta.path,
-                    format!("unknown argument `{name}`: expected `{expected}`"),
+                    path,
+                    format!("`{name}` given twice"),
                 ));
             }
-            let value = match meta.value {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(value),
-                    ..
-                }) => value,
-                other => {
+            match meta {
+                Meta::Path(_) if flags.contains(&name.as_str()) => args.flags.push(name),
+                Meta::NameValue(meta) if accepted.contains(&name.as_str()) => {
+                    let value = match meta.value {
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(value),
+                            ..
+                        }) => value,
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                format!("`{name}` takes a string literal"),
+                            ))
+                        }
+                    };
+                    args.pairs.push((name, value));
+                }
+                other if flags.contains(&name.as_str()) => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        format!("`{name}` takes no value"),
+                    ))
+                }
+                other if accepted.contains(&name.as_str()) => {
                     return Err(syn::Error::new_spanned(
                         other,
                         format!("`{name}` takes a string literal"),
                     ))
                 }
-            };
-            if pairs.iter().any(|(seen, _)| *seen == name) {
-                return Err(syn::Error::new_spanned(
-                    &meta.path,
-                    format!("`{name}` given twice"),
-                ));
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other.path(),
+                        format!("unknown argument `{name}`: expected `{}`", expected()),
+                    ))
+                }
             }
-            pairs.push((name, value));
         }
-        Ok(Self { pairs })
+        Ok(args)
+    }
+
+    /// Whether the bare flag `name` was given.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.flags.iter().any(|seen| seen == name)
     }
 
     /// The value of `name`, if given.

@@ -16,6 +16,8 @@
 //! `Result<(), E>` with `E: Into<PhotonError>`. `durable` names the checkpoint; `topic` may
 //! be left out for a typed argument (it must match the type's topic when given); `key`
 //! restricts the handler to one key. `Photon::start_executor` runs every such handler.
+//! With the flag `transactional` (`#[subscribe(durable = "...", transactional)]`) it is a
+//! plain `fn` of the port's transaction and an input instead (see [`macro@subscribe`]).
 //!
 //! ```
 //! use photon::prelude::*;
@@ -44,6 +46,7 @@
 mod args;
 mod subscribe;
 mod topic;
+mod transactional;
 
 use proc_macro::TokenStream;
 
@@ -85,6 +88,14 @@ pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Arguments: `durable` (the checkpoint name), `topic` (optional for a typed argument),
 /// `key` (only this key's events), `group` (share the topic with the other members of this
 /// consumer group; alone, it is also the durable name). See the crate documentation.
+///
+/// With the flag `transactional`, the handler is a plain `fn` of the port's transaction
+/// and an input (`fn book(tx: &SqliteTransaction<'_>, payment: Payment) -> Result<(),
+/// PhotonError>`): what it writes through the transaction commits together with the
+/// checkpoint advance (`photon_core::TransactionalPort`), so its effects in that database
+/// are exactly-once. It runs on the port's writer thread, one event at a time in seq
+/// order; it cannot join a group. The executor binds it to the `Photon`'s port at start
+/// and refuses another kind of port with `PhotonError::InvalidInput`.
 ///
 /// # Examples
 /// A handler of raw events, one of a single key, and a group member:

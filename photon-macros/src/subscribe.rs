@@ -6,11 +6,16 @@ use quote::{format_ident, quote};
 use syn::{FnArg, ItemFn};
 
 use crate::args::{check_topic, Args};
+use crate::transactional;
 
 /// Expands `#[subscribe(topic = "...", durable = "...", key = "...", group = "...")]` on
 /// `item`. With `group` alone, the group name is also the handler's durable name.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let args = Args::parse(attr, &["topic", "durable", "key", "group"])?;
+    let args = Args::parse_with_flags(
+        attr,
+        &["topic", "durable", "key", "group"],
+        &["transactional"],
+    )?;
     let group = args.get("group");
     let durable = match (args.get("durable"), group) {
         (Some(durable), _) => durable,
@@ -40,6 +45,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     };
     let function: ItemFn = syn::parse2(item.clone())?;
     let signature = &function.sig;
+    if args.has("transactional") {
+        let declared = Declared {
+            durable,
+            topic: topic_tokens(&args)?,
+            key: key_tokens(&args),
+        };
+        return transactional::expand(&args, &declared, &function, item);
+    }
     if signature.asyncness.is_none() {
         return Err(syn::Error::new_spanned(
             signature.fn_token,
@@ -60,17 +73,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 "#[subscribe] handlers take exactly one argument: an `Event` or a `#[topic]` type",
             )),
         };
-    let topic = match args.get("topic") {
-        Some(topic) => {
-            check_topic(topic)?;
-            quote!(#topic)
-        }
-        None => quote!(""),
-    };
-    let key = match args.get("key") {
-        Some(key) => quote!(::core::option::Option::Some(#key)),
-        None => quote!(::core::option::Option::None),
-    };
+    let topic = topic_tokens(&args)?;
+    let key = key_tokens(&args);
     let name = &signature.ident;
     let name_text = name.to_string();
     let wrapper = format_ident!("__photon_handler_{}", name);
@@ -98,10 +102,36 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
                     key: #key,
                     group: #group,
                     handler: #wrapper,
+                    transactional: ::core::option::Option::None,
                 }
             }
         };
     })
+}
+
+/// What the attribute says beside the function, as tokens of the descriptor.
+pub(crate) struct Declared<'a> {
+    pub(crate) durable: &'a syn::LitStr,
+    pub(crate) topic: TokenStream,
+    pub(crate) key: TokenStream,
+}
+
+/// The descriptor's `topic`: the checked name, or `""` to take the typed argument's.
+fn topic_tokens(args: &Args) -> syn::Result<TokenStream> {
+    match args.get("topic") {
+        Some(topic) => {
+            check_topic(topic)?;
+            Ok(quote!(#topic))
+        }
+        None => Ok(quote!("")),
+    }
+}
+
+fn key_tokens(args: &Args) -> TokenStream {
+    match args.get("key") {
+        Some(key) => quote!(::core::option::Option::Some(#key)),
+        None => quote!(::core::option::Option::None),
+    }
 }
 
 #[cfg(test)]

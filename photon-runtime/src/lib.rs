@@ -36,7 +36,8 @@ pub use executor::{
     AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
-    TopicSnapshot, TypedEvent, TypedStream, TypedTopic, UndecodableRecord, WAIT_IDLE_TIMEOUT,
+    TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
+    WAIT_IDLE_TIMEOUT,
 };
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
@@ -44,5 +45,6 @@ pub use subscription::DurableSubscription;
 
 pub use photon_core::{
     Appended, CheckpointKey, Event, EventStream, FlushPolicy, Headers, PhotonError, StartAt,
-    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry, TransportCrypto,
+    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
+    TransactionOutcome, TransactionalPort, TransportCrypto,
 };

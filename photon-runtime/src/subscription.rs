@@ -257,7 +257,15 @@ impl DurableSubscription {
         let acked = self.ack_error(error);
         async move {
             let letter = letter?;
-            match store_dead_letter(&shared.store, &shared.dead_letter_topic, &letter, None).await {
+            match store_dead_letter(
+                &shared.store,
+                &shared.dead_letter_topic,
+                &letter,
+                None,
+                None,
+            )
+            .await
+            {
                 Stored::Whole | Stored::Reference => {
                     shared.metrics.dead_letter();
                     acked.await

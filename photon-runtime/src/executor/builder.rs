@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use photon_core::{
     validate_topic_key, validate_topic_name, CheckpointKey, Event, PhotonError, Result,
+    TransactionalPort,
 };
 
 use super::dispatch::{self, Subscription};
 use super::handler::{HandlerDescriptor, HandlerOptions, IntoHandlerResult, Registration};
 use super::shutdown::StopSwitch;
+use super::transactional;
 use super::typed::TypedTopic;
 use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
 use crate::photon::Photon;
@@ -129,6 +131,45 @@ impl ExecutorBuilder {
                 let future = handler(event);
                 Box::pin(async move { future.await.into_handler_result() })
             }),
+            transactional: None,
+        });
+        self
+    }
+
+    /// Runs a transactional `handler` on the subscription `options` describes: each call
+    /// gets the event and `port`'s transaction, and what it writes through that
+    /// transaction commits together with the checkpoint advance (see
+    /// [`TransactionalPort`]). `port` must be the port this `Photon` runs on (a clone of
+    /// it).
+    ///
+    /// - **Exactly-once, in that database**: a crash, a retry or a second consumer of the
+    ///   same subscription never applies an event's writes twice, nor skips them. Effects
+    ///   outside the transaction (calls to other systems) stay at-least-once.
+    /// - A failed attempt (error or panic) rolls its writes back; retries follow the
+    ///   retry policy, and a dead letter is stored with the checkpoint advance in one
+    ///   transaction.
+    /// - The subscription's events run one at a time, in seq order, whatever their keys
+    ///   ([`ExecutorConfig::parallelism`] does not apply): each transaction moves the
+    ///   checkpoint to its own event.
+    /// - Not available for group handlers.
+    ///
+    /// On SQLite, `P::Handler` is `photon_backend_sqlite::TransactionalHandler`, a closure
+    /// over a `&SqliteTransaction` run on the port's writer thread.
+    ///
+    /// # Errors
+    /// [`ExecutorBuilder::start`] refuses a transactional handler with a group
+    /// ([`PhotonError::InvalidInput`]).
+    pub fn transactional_handler<P: TransactionalPort>(
+        mut self,
+        options: HandlerOptions,
+        port: Arc<P>,
+        handler: Arc<P::Handler>,
+    ) -> Self {
+        let (handler, letters) = transactional::wrap(&options, port, handler);
+        self.registrations.push(Registration {
+            options,
+            handler,
+            transactional: Some(letters),
         });
         self
     }
@@ -195,8 +236,10 @@ impl ExecutorBuilder {
         self.config.validate()?;
         if self.declared {
             for descriptor in inventory::iter::<HandlerDescriptor> {
-                self.registrations
-                    .push(Registration::from_descriptor(descriptor)?);
+                self.registrations.push(Registration::from_descriptor(
+                    descriptor,
+                    self.photon.store().port(),
+                )?);
             }
         }
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
@@ -252,6 +295,12 @@ impl ExecutorBuilder {
                     "handler {} on topic {:?} has an empty durable name",
                     options.handler_name(),
                     options.topic()
+                )));
+            }
+            if let (Some(group), Some(_)) = (options.group_name(), &registration.transactional) {
+                return Err(PhotonError::InvalidInput(format!(
+                    "handler {}: a transactional handler cannot join group {group:?} (a group's positions are per partition, not one checkpoint)",
+                    options.handler_name()
                 )));
             }
             if let Some(group) = options.group_name() {

@@ -15,7 +15,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use photon_core::{
-    Appended, Body, Event, EventStore, Headers, PhotonError, Record, Result, Unopened,
+    Appended, Body, CheckpointKey, Event, EventStore, Headers, PhotonError, Record, Result,
+    Unopened,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,6 +24,7 @@ use serde_json::Value;
 use super::config::RetryPolicy;
 use super::retry;
 use super::shutdown::StopSignal;
+use super::transactional::LetterCommit;
 use crate::photon::Photon;
 
 /// Records listed per page when reading a dead-letter topic.
@@ -339,6 +341,7 @@ pub(crate) async fn store_dead_letter(
     store: &EventStore,
     dlq_topic: &str,
     letter: &DeadLetter,
+    transaction: Option<Transactional<'_>>,
     mut retry: Option<(&RetryPolicy, &mut StopSignal)>,
 ) -> Stored {
     let mut current = letter.clone();
@@ -346,9 +349,15 @@ pub(crate) async fn store_dead_letter(
     let mut attempt = 0u32;
     loop {
         let error = match current.to_stored() {
-            Ok((actor, payload)) => match store
-                .publish(dlq_topic, current.original.key.as_deref(), actor, payload)
-                .await
+            Ok((actor, payload)) => match publish(
+                store,
+                dlq_topic,
+                current.original.key.as_deref(),
+                (actor, payload),
+                transaction,
+                current.original.seq,
+            )
+            .await
             {
                 Ok(_) if whole => return Stored::Whole,
                 Ok(_) => return Stored::Reference,
@@ -374,6 +383,46 @@ pub(crate) async fn store_dead_letter(
         tokio::select! {
             () = tokio::time::sleep(retry::delay(policy, attempt)) => {}
             () = stop.stopped() => return Stored::Abandoned,
+        }
+    }
+}
+
+/// Where a transactional subscription's dead letters go: stored with the checkpoint
+/// advance past their event in one transaction.
+#[derive(Clone, Copy)]
+pub(crate) struct Transactional<'a> {
+    pub(crate) letters: &'a dyn LetterCommit,
+    pub(crate) checkpoint: &'a CheckpointKey,
+}
+
+/// Publishes a letter, or appends it with the checkpoint advance past `seq`.
+async fn publish(
+    store: &EventStore,
+    dlq_topic: &str,
+    key: Option<&str>,
+    (actor, payload): (Value, Value),
+    transaction: Option<Transactional<'_>>,
+    seq: i64,
+) -> Result<()> {
+    match transaction {
+        None => store
+            .publish(dlq_topic, key, actor, payload)
+            .await
+            .map(drop),
+        Some(transaction) => {
+            let draft = store.draft(dlq_topic, key, actor, payload)?;
+            let stored = transaction
+                .letters
+                .store(draft, transaction.checkpoint.clone(), seq)
+                .await?;
+            if stored.is_none() {
+                tracing::debug!(
+                    topic = dlq_topic,
+                    seq,
+                    "checkpoint already past the event; its letter was stored before"
+                );
+            }
+            Ok(())
         }
     }
 }

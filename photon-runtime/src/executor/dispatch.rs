@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::config::ExecutorConfig;
-use super::dead_letter::{store_dead_letter, DeadLetter, Stored};
+use super::dead_letter::{store_dead_letter, DeadLetter, Stored, Transactional};
 use super::handler::Registration;
 use super::idle::ReadPosition;
 use super::retry::{run_with_retries, Outcome};
@@ -376,7 +376,12 @@ fn dispatch(
     let span = subscription.delivered(&item);
     let (topic, key) = item.topic_and_key();
     let lane = subscription.store.port().checkpoint_lane(topic, item.seq());
-    let key = key.map(str::to_owned);
+    // A transactional subscription runs everything in one queue: each transaction moves
+    // the checkpoint to its own event, so every event before it must have committed.
+    let key = match subscription.registration.transactional {
+        Some(_) => None,
+        None => key.map(str::to_owned),
+    };
     // The read-ahead permit is held until the event is acknowledgeable (see Progress).
     subscription
         .progress
@@ -529,10 +534,19 @@ async fn dead_letter(
     letter: &DeadLetter,
     stop: &mut StopSignal,
 ) -> bool {
+    let transaction = subscription
+        .registration
+        .transactional
+        .as_deref()
+        .map(|letters| Transactional {
+            letters,
+            checkpoint: &subscription.checkpoint,
+        });
     let stored = store_dead_letter(
         &subscription.store,
         &subscription.dead_letter_topic,
         letter,
+        transaction,
         Some((&subscription.config.retry, stop)),
     )
     .await;

@@ -7,8 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use photon_core::metrics::Consumer;
-use photon_core::{Event, PhotonError, Result};
+use photon_core::{Event, PhotonError, Result, StoragePort};
 
+use super::transactional::{BindTransactional, LetterCommit};
 use super::typed::TypedTopic;
 
 /// The future a handler returns.
@@ -33,8 +34,12 @@ pub struct HandlerDescriptor {
     pub key: Option<&'static str>,
     /// Consumer group the handler shares its topic with, when set.
     pub group: Option<&'static str>,
-    /// Calls the function with one event.
+    /// Calls the function with one event (unused for a transactional handler, which
+    /// runs through `transactional`).
     pub handler: fn(Event) -> HandlerFuture,
+    /// Set for `#[subscribe(transactional)]`: binds the function to the `Photon`'s port
+    /// when the executor starts.
+    pub transactional: Option<BindTransactional>,
 }
 
 inventory::collect!(HandlerDescriptor);
@@ -190,6 +195,9 @@ impl HandlerOptions {
 pub(crate) struct Registration {
     pub(crate) options: HandlerOptions,
     pub(crate) handler: HandlerFn,
+    /// Set for a transactional handler: stores its dead letters with the checkpoint
+    /// advance in one transaction.
+    pub(crate) transactional: Option<Arc<dyn LetterCommit>>,
 }
 
 impl Registration {
@@ -197,8 +205,12 @@ impl Registration {
     ///
     /// # Errors
     /// [`PhotonError::InvalidInput`] when the descriptor names no topic or a topic other
-    /// than its typed argument's.
-    pub(crate) fn from_descriptor(descriptor: &HandlerDescriptor) -> Result<Self> {
+    /// than its typed argument's, or is transactional on another kind of port than
+    /// `port`.
+    pub(crate) fn from_descriptor(
+        descriptor: &HandlerDescriptor,
+        port: &Arc<dyn StoragePort>,
+    ) -> Result<Self> {
         let topic = match (descriptor.topic, descriptor.input_topic) {
             ("", Some(typed)) => typed,
             ("", None) => {
@@ -222,10 +234,19 @@ impl Registration {
         if let Some(group) = descriptor.group {
             options = options.group(group);
         }
+        if let Some(bind) = descriptor.transactional {
+            let binding = bind(port, &options)?;
+            return Ok(Self {
+                options,
+                handler: binding.handler,
+                transactional: Some(binding.letters),
+            });
+        }
         let function = descriptor.handler;
         Ok(Self {
             options,
             handler: Arc::new(function),
+            transactional: None,
         })
     }
 }

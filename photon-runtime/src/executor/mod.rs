@@ -20,6 +20,15 @@
 //! acknowledged to the group, which keeps the position per partition (see
 //! [`photon_core::group`]).
 //!
+//! # Transactional handlers
+//! A handler registered with [`ExecutorBuilder::transactional_handler`] on a port that
+//! implements [`photon_core::TransactionalPort`] (SQLite) writes through the port's
+//! transaction, and the checkpoint advance commits in that same transaction; so does a
+//! dead letter with the advance past its event. Its effects in that database are
+//! exactly-once: no duplicates after a crash, a retry (a failed attempt rolls back) or a
+//! second consumer of the subscription; effects outside the database stay at-least-once.
+//! Its events run one at a time in seq order, whatever their keys.
+//!
 //! # Failures
 //! A handler error that [`PhotonError::is_retryable`] is retried with exponential backoff
 //! and jitter ([`RetryPolicy`]); the key waits, other keys go on. After the last attempt, at
@@ -37,7 +46,7 @@
 //! shutdown, other errors are never retried.
 //!
 //! # Duplicates after a crash
-//! Delivery is at-least-once. After a crash, the events handled again are at most:
+//! Delivery is at-least-once (a transactional handler's writes excepted, see above). After a crash, the events handled again are at most:
 //! - the events whose acknowledgement was not yet committed: at most
 //!   [`FlushPolicy::max_pending`] (fewer when [`FlushPolicy::interval`] elapsed first), plus
 //! - the events read but not yet acknowledgeable: at most [`ExecutorConfig::max_in_flight`]
@@ -67,6 +76,7 @@ mod idle;
 mod retry;
 pub(crate) mod shutdown;
 mod stats;
+mod transactional;
 mod typed;
 
 use std::sync::{Arc, Mutex};
@@ -88,6 +98,7 @@ pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
 };
+pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
 use idle::ReadPosition;
