@@ -1,9 +1,9 @@
 //! The per-topic log of the mem port.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-
-use tokio::sync::watch;
+use std::task::Waker;
 
 use crate::error::Result;
 use crate::event::{Record, RecordDraft};
@@ -30,10 +30,21 @@ impl StoredRecord {
     /// [`crate::PhotonError::Codec`] for a draft the wire form cannot hold (a name longer
     /// than 65,534 bytes, a time outside 1677–2262; neither passes Photon's validation).
     pub(super) fn encode(draft: &RecordDraft) -> Result<Self> {
+        thread_local! {
+            // Encoding into a growing buffer reallocated it two or three times per record,
+            // each time in fresh memory; one reused buffer and one exact copy do not.
+            static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        let bytes = SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            scratch.clear();
+            wire::encode_draft_into(draft, &mut scratch)?;
+            Ok::<_, crate::PhotonError>(Box::<[u8]>::from(scratch.as_slice()))
+        })?;
         Ok(Self {
             seq: 0,
             topic_key: draft.topic_key.as_deref().map(Box::from),
-            bytes: wire::encode_draft(draft)?.into_boxed_slice(),
+            bytes,
         })
     }
 
@@ -52,8 +63,10 @@ impl StoredRecord {
 pub(super) struct TopicLog {
     pub(super) records: VecDeque<Arc<StoredRecord>>,
     pub(super) first_seq: i64,
-    /// Last appended seq, watched by live subscribers.
-    pub(super) head: watch::Sender<i64>,
+    /// Subscriptions that found nothing new, woken by the next append. Kept under the
+    /// state lock that appends take anyway, so an append with nobody waiting costs one
+    /// emptiness check (a watch channel took eight mutexes per append).
+    waiting: Vec<Waker>,
     /// Records stored as bytes that do not decode (see
     /// [`super::MemStoragePort::append_undecodable`]), by seq.
     pub(super) undecodable: HashMap<i64, Vec<u8>>,
@@ -64,8 +77,24 @@ impl TopicLog {
         Self {
             records: VecDeque::new(),
             first_seq: 1,
-            head: watch::channel(0).0,
+            waiting: Vec::new(),
             undecodable: HashMap::new(),
+        }
+    }
+
+    /// Appends a record with the next seq; returns the subscriptions to wake (after the
+    /// state lock is released).
+    pub(super) fn push(&mut self, mut record: StoredRecord) -> (i64, Vec<Waker>) {
+        let seq = self.last_seq() + 1;
+        record.seq = seq;
+        self.records.push_back(Arc::new(record));
+        (seq, std::mem::take(&mut self.waiting))
+    }
+
+    /// Wakes `waker` at the next append.
+    pub(super) fn wake_at_next_append(&mut self, waker: &Waker) {
+        if !self.waiting.iter().any(|waiting| waiting.will_wake(waker)) {
+            self.waiting.push(waker.clone());
         }
     }
 
@@ -142,7 +171,16 @@ impl State {
 
 /// Event ids of the mem port: `mem-<topic number>-<seq>`.
 pub(super) fn event_id(topic_number: usize, seq: i64) -> String {
-    format!("mem-{topic_number}-{seq}")
+    // Written without the formatting machinery: this runs for every append and delivery.
+    let mut number = itoa::Buffer::new();
+    let mut seq_digits = itoa::Buffer::new();
+    let (number, seq) = (number.format(topic_number), seq_digits.format(seq));
+    let mut id = String::with_capacity(5 + number.len() + seq.len());
+    id.push_str("mem-");
+    id.push_str(number);
+    id.push('-');
+    id.push_str(seq);
+    id
 }
 
 /// The topic number and seq of an event id, `None` when malformed.
