@@ -84,7 +84,9 @@ impl PublishMetrics {
                 .filter(|last| last.metrics == self.id && last.topic == topic)
             {
                 // No reference count is touched here: that would be a shared write again.
-                record.take().map(|record| record(&last.keys));
+                if let Some(record) = record.take() {
+                    record(&last.keys);
+                }
             }
         });
         let Some(record) = record else {
