@@ -6,6 +6,7 @@
 //! without a gap.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use futures::stream;
@@ -28,6 +29,8 @@ struct Cursor {
     buffer: VecDeque<Result<Record>>,
     /// A gap found by the last read, yielded before its records.
     gap: Option<PhotonError>,
+    /// Dropped with the cursor, which tells the topic log to forget its waker.
+    alive: Arc<()>,
 }
 
 impl MemStoragePort {
@@ -50,6 +53,7 @@ impl MemStoragePort {
             after,
             buffer: VecDeque::new(),
             gap: None,
+            alive: Arc::new(()),
         };
         Box::pin(stream::unfold(cursor, |mut cursor| async move {
             let record = cursor.next().await?;
@@ -95,7 +99,7 @@ impl Cursor {
             let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
             self.after = scanned;
             if records.is_empty() && self.gap.is_none() {
-                log.wake_at_next_append(waker);
+                log.wake_at_next_append(&self.alive, waker);
             }
             let undecodable: Vec<_> = records
                 .iter()

@@ -1,7 +1,6 @@
 //! Appends to the mem port.
 
 use std::sync::Arc;
-use std::task::Waker;
 
 use super::port::MemStoragePort;
 use super::topic::{event_id, parse_event_id, StoredRecord};
@@ -22,7 +21,7 @@ impl MemStoragePort {
             let (seq, waiting) = log.push(record);
             (number, seq, waiting)
         };
-        waiting.into_iter().for_each(Waker::wake);
+        waiting.wake();
         Ok(Appended {
             event_id: event_id(number, seq),
             seq,
@@ -56,7 +55,7 @@ impl MemStoragePort {
             log.undecodable.insert(seq, stored.to_vec());
             (number, seq, waiting)
         };
-        waiting.into_iter().for_each(Waker::wake);
+        waiting.wake();
         Appended {
             event_id: event_id(number, seq),
             seq,
