@@ -38,23 +38,28 @@ impl Progress {
     /// Marks `seq` finished and returns the seqs that became acknowledgeable, in order: the
     /// finished run at the front of its lane.
     pub fn finished(&self, lane: u32, seq: i64) -> Vec<i64> {
+        self.finish(lane, seq).1
+    }
+
+    /// As [`Progress::finished`], in one lock with [`Progress::is_pending`]: whether `seq`
+    /// was pending before, and the seqs that became acknowledgeable.
+    pub fn finish(&self, lane: u32, seq: i64) -> (bool, Vec<i64>) {
         let mut lanes = self.lock();
         let Some(slots) = lanes.get_mut(&lane) else {
-            return Vec::new();
+            return (false, Vec::new());
         };
-        if let Some(slot) = slots
+        let pending = slots
             .iter_mut()
             .find(|slot| slot.seq == seq && !slot.finished)
-        {
-            slot.finished = true;
-        }
+            .map(|slot| slot.finished = true)
+            .is_some();
         let mut ready = Vec::new();
         while slots.front().is_some_and(|slot| slot.finished) {
             if let Some(slot) = slots.pop_front() {
                 ready.push(slot.seq);
             }
         }
-        ready
+        (pending, ready)
     }
 
     /// Whether `seq` was received on `lane` and is not finished yet.
@@ -93,8 +98,9 @@ mod tests {
         assert_eq!(progress.finished(0, 1), vec![1, 2, 3]);
         assert_eq!(progress.finished(0, 5), Vec::<i64>::new());
         assert_eq!(progress.outstanding(), 2);
-        assert_eq!(progress.finished(0, 4), vec![4, 5]);
+        assert_eq!(progress.finish(0, 4), (true, vec![4, 5]));
         assert_eq!(progress.outstanding(), 0);
+        assert_eq!(progress.finish(0, 4), (false, vec![]));
     }
 
     #[test]

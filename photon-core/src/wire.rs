@@ -78,13 +78,11 @@ fn put_sized_json(out: &mut Vec<u8>, value: &impl serde::Serialize, what: &str) 
 /// Envelope ids Photon makes are UUIDs in their hyphenated lower-case form: those are stored
 /// in 16 bytes instead of 36; any other id (one that would not render back the same) as text.
 fn put_envelope_id(out: &mut Vec<u8>, id: &str) -> Result<()> {
+    // `try_parse` takes the hyphenated form only at 36 bytes; without upper-case letters it
+    // renders back byte for byte, which is cheaper to check than rendering it again.
+    let renders_back = id.len() == 36 && !id.bytes().any(|b| b.is_ascii_uppercase());
     match uuid::Uuid::try_parse(id) {
-        Ok(uuid)
-            if uuid
-                .hyphenated()
-                .encode_lower(&mut uuid::Uuid::encode_buffer())
-                == id =>
-        {
+        Ok(uuid) if renders_back => {
             out.extend_from_slice(&UUID_ID.to_be_bytes());
             out.extend_from_slice(uuid.as_bytes());
             Ok(())
@@ -100,16 +98,26 @@ fn put_envelope_id(out: &mut Vec<u8>, id: &str) -> Result<()> {
 /// 1677–2262 (neither passes Photon's validation).
 pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + draft.topic_name.len());
+    encode_draft_into(draft, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the bytes a broker stores for a draft to `out` (a buffer reused across
+/// records saves growing a new one each time).
+///
+/// # Errors
+/// As [`encode_draft`]; `out` may then hold part of a record.
+pub fn encode_draft_into(draft: &RecordDraft, out: &mut Vec<u8>) -> Result<()> {
     out.push(MAGIC);
-    put_envelope_id(&mut out, &draft.envelope_id)?;
+    put_envelope_id(out, &draft.envelope_id)?;
     let nanos = draft
         .created_at
         .timestamp_nanos_opt()
         .ok_or_else(|| codec_error("a record", "created_at outside 1677-2262"))?;
     out.extend_from_slice(&nanos.to_be_bytes());
-    put_text(&mut out, &draft.topic_name, "topic")?;
+    put_text(out, &draft.topic_name, "topic")?;
     match &draft.topic_key {
-        Some(key) => put_text(&mut out, key, "key")?,
+        Some(key) => put_text(out, key, "key")?,
         None => out.extend_from_slice(&NO_KEY.to_be_bytes()),
     }
     match &draft.body {
@@ -122,17 +130,17 @@ pub fn encode_draft(draft: &RecordDraft) -> Result<Vec<u8>> {
                 out.push(PLAIN);
             } else {
                 out.push(PLAIN_WITH_HEADERS);
-                put_sized_json(&mut out, headers, "headers")?;
+                put_sized_json(out, headers, "headers")?;
             }
-            put_sized_json(&mut out, actor, "actor")?;
-            put_json(&mut out, payload)?;
+            put_sized_json(out, actor, "actor")?;
+            put_json(out, payload)?;
         }
         Body::Sealed(sealed) => {
             out.push(SEALED);
-            put_json(&mut out, sealed)?;
+            put_json(out, sealed)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Reads the binary form front to back.
@@ -182,7 +190,11 @@ fn read_header(bytes: &[u8]) -> Option<Header<'_>> {
         return None;
     }
     let envelope_id = match reader.u16()? {
-        UUID_ID => uuid::Uuid::from_slice(reader.take(16)?).ok()?.to_string(),
+        UUID_ID => uuid::Uuid::from_slice(reader.take(16)?)
+            .ok()?
+            .hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer())
+            .to_owned(),
         len => reader.text(len)?,
     };
     let nanos = i64::from_be_bytes(reader.take(8)?.try_into().ok()?);
@@ -202,10 +214,15 @@ fn read_header(bytes: &[u8]) -> Option<Header<'_>> {
     })
 }
 
-fn read_body(mut body: Reader<'_>, context: &str) -> Result<Body> {
-    let truncated = || codec_error(context, "truncated record body");
-    fn json<T: serde::de::DeserializeOwned>(bytes: &[u8], context: &str) -> Result<T> {
-        serde_json::from_slice(bytes).map_err(|err| PhotonError::codec(context, err))
+/// `context` names the record in an error; it is only called for one, since formatting it
+/// for every record cost more than decoding the header.
+fn read_body(mut body: Reader<'_>, context: &dyn Fn() -> String) -> Result<Body> {
+    let truncated = || codec_error(&context(), "truncated record body");
+    fn json<T: serde::de::DeserializeOwned>(
+        bytes: &[u8],
+        context: &dyn Fn() -> String,
+    ) -> Result<T> {
+        serde_json::from_slice(bytes).map_err(|err| PhotonError::codec(context(), err))
     }
     match body.take(1).ok_or_else(truncated)? {
         [form @ (PLAIN | PLAIN_WITH_HEADERS)] => {
@@ -222,8 +239,8 @@ fn read_body(mut body: Reader<'_>, context: &str) -> Result<Body> {
         }
         [SEALED] => serde_json::from_slice::<SealedBody>(body.bytes)
             .map(Body::Sealed)
-            .map_err(|err| PhotonError::codec(context, err)),
-        _ => Err(codec_error(context, "unknown body form")),
+            .map_err(|err| PhotonError::codec(context(), err)),
+        _ => Err(codec_error(&context(), "unknown body form")),
     }
 }
 
@@ -240,7 +257,7 @@ pub fn decode_record(backend: &str, bytes: &[u8], event_id: String, seq: i64) ->
     if bytes.first() == Some(&MAGIC) {
         let header =
             read_header(bytes).ok_or_else(|| codec_error(&context(), "truncated record header"))?;
-        let body = read_body(header.body, &context())?;
+        let body = read_body(header.body, &context)?;
         return Ok(Record {
             event_id,
             envelope_id: header.envelope_id,
@@ -421,6 +438,7 @@ mod tests {
             (uuid, 16),
             // Not the form Photon renders: kept as given, byte for byte.
             ("0193A4F2-7C1E-7D3A-9B2C-5E8F1A2B3C4D", 36),
+            ("0193a4f2-7c1e-7d3a-9b2c-5e8f1a2b3C4D", 36),
             ("0193a4f27c1e7d3a9b2c5e8f1a2b3c4d", 32),
             ("{0193a4f2-7c1e-7d3a-9b2c-5e8f1a2b3c4d}", 38),
         ] {

@@ -123,16 +123,17 @@ impl Shared {
         self.store.port().checkpoint_lane(topic, seq)
     }
 
-    async fn ack_position(self: Arc<Self>, topic: String, seq: i64) -> Result<()> {
-        let lane = self.lane(&topic, seq);
-        if self.progress.is_pending(lane, seq) {
+    async fn ack_position(self: Arc<Self>, lane: u32, seq: i64) -> Result<()> {
+        let (pending, ready) = self.progress.finish(lane, seq);
+        if pending {
             self.metrics.acknowledged();
         }
-        let ready = self.progress.finished(lane, seq);
-        {
+        if !ready.is_empty() {
             let mut held = self.held();
-            for seq in &ready {
-                held.unopened.remove(seq);
+            if !held.unopened.is_empty() {
+                for seq in &ready {
+                    held.unopened.remove(seq);
+                }
             }
         }
         match ready.last() {
@@ -209,9 +210,9 @@ impl DurableSubscription {
     /// The port's commit error when this acknowledgement triggered a flush; it stays
     /// pending and is retried by the next flush.
     pub fn ack(&self, event: &Event) -> impl Future<Output = Result<()>> + Send + 'static {
-        self.shared
-            .clone()
-            .ack_position(event.topic_name.clone(), event.seq)
+        // The lane is found now, so that the future holds no copy of the topic name.
+        let lane = self.shared.lane(&event.topic_name, event.seq);
+        self.shared.clone().ack_position(lane, event.seq)
     }
 
     /// Acknowledges an error item that stands for a stored record (see
@@ -226,7 +227,9 @@ impl DurableSubscription {
         error: &PhotonError,
     ) -> impl Future<Output = Result<()>> + Send + 'static {
         let shared = self.shared.clone();
-        let position = error.position().map(|(topic, seq)| (topic.to_owned(), seq));
+        let position = error
+            .position()
+            .map(|(topic, seq)| (shared.lane(topic, seq), seq));
         let refused = position.is_none().then(|| {
             PhotonError::InvalidInput(format!(
                 "this error item stands for no stored record, there is nothing to acknowledge: {error}"
@@ -234,7 +237,7 @@ impl DurableSubscription {
         });
         async move {
             match (position, refused) {
-                (Some((topic, seq)), _) => shared.ack_position(topic, seq).await,
+                (Some((lane, seq)), _) => shared.ack_position(lane, seq).await,
                 (None, refused) => Err(err_or_closed(refused)),
             }
         }

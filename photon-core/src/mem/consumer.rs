@@ -6,9 +6,10 @@
 //! without a gap.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use futures::stream;
-use tokio::sync::watch;
 
 use super::port::MemStoragePort;
 use super::topic::event_id;
@@ -28,12 +29,13 @@ struct Cursor {
     buffer: VecDeque<Result<Record>>,
     /// A gap found by the last read, yielded before its records.
     gap: Option<PhotonError>,
-    head: watch::Receiver<i64>,
+    /// Dropped with the cursor, which tells the topic log to forget its waker.
+    alive: Arc<()>,
 }
 
 impl MemStoragePort {
     pub(super) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
-        let (number, after, head) = {
+        let (number, after) = {
             let mut state = self.shared.lock();
             let (number, log) = state.topic_mut(&request.topic);
             let after = match request.start {
@@ -41,7 +43,7 @@ impl MemStoragePort {
                 StartAt::AfterSeq(seq) => seq,
                 StartAt::Tail => log.last_seq(),
             };
-            (number, after, log.head.subscribe())
+            (number, after)
         };
         let cursor = Cursor {
             port: self.clone(),
@@ -51,7 +53,7 @@ impl MemStoragePort {
             after,
             buffer: VecDeque::new(),
             gap: None,
-            head,
+            alive: Arc::new(()),
         };
         Box::pin(stream::unfold(cursor, |mut cursor| async move {
             let record = cursor.next().await?;
@@ -62,26 +64,28 @@ impl MemStoragePort {
 
 impl Cursor {
     async fn next(&mut self) -> Option<Result<Record>> {
-        loop {
-            if let Some(gap) = self.gap.take() {
-                return Some(Err(gap));
-            }
-            if let Some(record) = self.buffer.pop_front() {
-                return Some(record);
-            }
-            // Mark the head seen before reading so an append after the read wakes us.
-            self.head.borrow_and_update();
-            self.fill();
-            if self.buffer.is_empty() && self.gap.is_none() && self.head.changed().await.is_err() {
-                return None;
-            }
+        std::future::poll_fn(|cx| self.poll_next_record(cx)).await
+    }
+
+    fn poll_next_record(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Record>>> {
+        if self.gap.is_none() && self.buffer.is_empty() {
+            self.fill(cx.waker());
+        }
+        if let Some(gap) = self.gap.take() {
+            return Poll::Ready(Some(Err(gap)));
+        }
+        match self.buffer.pop_front() {
+            Some(record) => Poll::Ready(Some(record)),
+            None => Poll::Pending,
         }
     }
 
-    fn fill(&mut self) {
+    /// Reads the next page; when there is nothing new, `waker` is woken by the next
+    /// append (registered under the same lock as the read, so no append is missed).
+    fn fill(&mut self, waker: &Waker) {
         let (records, undecodable) = {
-            let state = self.port.shared.lock();
-            let Some(log) = state.topic(&self.topic) else {
+            let mut state = self.port.shared.lock();
+            let Some(log) = state.existing_topic_mut(&self.topic) else {
                 return;
             };
             if self.after >= 1 && self.after + 1 < log.first_seq {
@@ -94,6 +98,9 @@ impl Cursor {
             }
             let (records, scanned) = log.read_after(self.after, self.key.as_deref(), PAGE);
             self.after = scanned;
+            if records.is_empty() && self.gap.is_none() {
+                log.wake_at_next_append(&self.alive, waker);
+            }
             let undecodable: Vec<_> = records
                 .iter()
                 .filter_map(|r| {

@@ -14,13 +14,14 @@ impl MemStoragePort {
     /// As [`StoredRecord::encode`]; nothing is stored then.
     pub(super) fn append_now(&self, draft: &RecordDraft) -> Result<Appended> {
         // Encoded before the lock is taken, so that appends and reads wait only for pushes.
-        let mut record = StoredRecord::encode(draft)?;
-        let mut state = self.shared.lock();
-        let (number, log) = state.topic_mut(&draft.topic_name);
-        let seq = log.last_seq() + 1;
-        record.seq = seq;
-        log.records.push_back(Arc::new(record));
-        log.head.send_replace(seq);
+        let record = StoredRecord::encode(draft)?;
+        let (number, seq, waiting) = {
+            let mut state = self.shared.lock();
+            let (number, log) = state.topic_mut(&draft.topic_name);
+            let (seq, waiting) = log.push(record);
+            (number, seq, waiting)
+        };
+        waiting.wake();
         Ok(Appended {
             event_id: event_id(number, seq),
             seq,
@@ -45,15 +46,16 @@ impl MemStoragePort {
                 headers: crate::headers::Headers::new(),
             },
         };
-        let mut record = StoredRecord::encode(&draft)
+        let record = StoredRecord::encode(&draft)
             .expect("a draft of the current time, nulls and names of at most 65,534 bytes encodes");
-        let mut state = self.shared.lock();
-        let (number, log) = state.topic_mut(topic);
-        let seq = log.last_seq() + 1;
-        record.seq = seq;
-        log.records.push_back(Arc::new(record));
-        log.undecodable.insert(seq, stored.to_vec());
-        log.head.send_replace(seq);
+        let (number, seq, waiting) = {
+            let mut state = self.shared.lock();
+            let (number, log) = state.topic_mut(topic);
+            let (seq, waiting) = log.push(record);
+            log.undecodable.insert(seq, stored.to_vec());
+            (number, seq, waiting)
+        };
+        waiting.wake();
         Appended {
             event_id: event_id(number, seq),
             seq,

@@ -1,7 +1,9 @@
 //! [`PublishMetrics`]: the publish metric keys of a store, per topic.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use metrics::{Key, Label};
 
@@ -34,13 +36,30 @@ impl PublishKeys {
 /// The publish keys of a store, per topic, built on a topic's first publish.
 #[derive(Debug)]
 pub(crate) struct PublishMetrics {
+    /// Tells this instance's entries in the per-thread cache from another's.
+    id: u64,
     backend: &'static str,
-    topics: RwLock<HashMap<String, PublishKeys>>,
+    topics: RwLock<HashMap<String, Arc<PublishKeys>>>,
+}
+
+/// The keys a thread used last: its publishes usually go to one topic in a row, and this
+/// finds their keys without the shared lock (whose cache line every publishing thread
+/// would otherwise write), with or without a recorder installed.
+struct LastUsed {
+    metrics: u64,
+    topic: String,
+    keys: Arc<PublishKeys>,
+}
+
+thread_local! {
+    static LAST_USED: RefCell<Option<LastUsed>> = const { RefCell::new(None) };
 }
 
 impl PublishMetrics {
     pub(crate) fn new(backend: &'static str) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             backend,
             topics: RwLock::default(),
         }
@@ -57,6 +76,34 @@ impl PublishMetrics {
     }
 
     fn with_keys(&self, topic: &str, record: impl FnOnce(&PublishKeys)) {
+        let mut record = Some(record);
+        LAST_USED.with(|last| {
+            let last = last.borrow();
+            if let Some(last) = last
+                .as_ref()
+                .filter(|last| last.metrics == self.id && last.topic == topic)
+            {
+                // No reference count is touched here: that would be a shared write again.
+                if let Some(record) = record.take() {
+                    record(&last.keys);
+                }
+            }
+        });
+        let Some(record) = record else {
+            return;
+        };
+        let keys = self.shared_keys(topic);
+        record(&keys);
+        LAST_USED.with(|last| {
+            *last.borrow_mut() = Some(LastUsed {
+                metrics: self.id,
+                topic: topic.to_owned(),
+                keys,
+            });
+        });
+    }
+
+    fn shared_keys(&self, topic: &str) -> Arc<PublishKeys> {
         // Only map reads and inserts happen under this lock: a panic cannot leave it torn.
         if let Some(keys) = self
             .topics
@@ -64,17 +111,19 @@ impl PublishMetrics {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(topic)
         {
-            return record(keys);
+            return Arc::clone(keys);
         }
-        let keys = PublishKeys::new(self.backend, topic);
-        record(&keys);
+        let keys = Arc::new(PublishKeys::new(self.backend, topic));
         let mut topics = self
             .topics
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if topics.len() < MAX_CACHED_TOPICS {
-            topics.entry(topic.to_owned()).or_insert(keys);
+            topics
+                .entry(topic.to_owned())
+                .or_insert_with(|| Arc::clone(&keys));
         }
+        keys
     }
 }
 
@@ -106,6 +155,40 @@ mod tests {
                     DebugValue::Counter(1)
                 ),
                 row(PUBLISHED, &orders, DebugValue::Counter(2)),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_per_thread_cache_keeps_two_stores_of_one_topic_apart() {
+        let recorder = DebuggingRecorder::new();
+        let (mem, sqlite) = (PublishMetrics::new("mem"), PublishMetrics::new("sqlite"));
+        metrics::with_local_recorder(&recorder, || {
+            mem.published("orders");
+            sqlite.published("orders");
+            sqlite.published("orders");
+            mem.published("orders");
+            mem.published("orders");
+            sqlite.publish_error("orders");
+        });
+        assert_eq!(
+            recorded(&recorder),
+            vec![
+                row(
+                    PUBLISH_ERRORS,
+                    &[("backend", "sqlite"), ("topic", "orders")],
+                    DebugValue::Counter(1)
+                ),
+                row(
+                    PUBLISHED,
+                    &[("backend", "mem"), ("topic", "orders")],
+                    DebugValue::Counter(3)
+                ),
+                row(
+                    PUBLISHED,
+                    &[("backend", "sqlite"), ("topic", "orders")],
+                    DebugValue::Counter(2)
+                ),
             ]
         );
     }

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+mod xchacha;
+
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use chacha20poly1305::aead::{AeadInPlace, KeyInit};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,9 +23,8 @@ pub const TRANSPORT_KEYS_ENV: &str = "PHOTON_TRANSPORT_KEYS";
 /// Environment variable with one key: `base64key` (id `default`) or `id:base64key`.
 pub const TRANSPORT_KEY_ENV: &str = "PHOTON_TRANSPORT_KEY";
 
-const KEY_LEN: usize = 32;
-const NONCE_LEN: usize = 24;
-const TAG_LEN: usize = 16;
+use xchacha::{with_associated_data, XChaChaKey, KEY_LEN, NONCE_LEN, TAG_LEN};
+
 const AAD_VERSION: &[u8] = b"photon.envelope.v1";
 
 /// The sealed plaintext, `{"actor":..,"payload":..,"headers":{..}}`, written straight from
@@ -59,7 +58,7 @@ pub struct Opened {
 #[derive(Clone)]
 struct TransportKey {
     id: String,
-    cipher: XChaCha20Poly1305,
+    cipher: XChaChaKey,
 }
 
 /// The transport key ring: the newest key seals, any known key opens.
@@ -137,8 +136,9 @@ impl TransportCrypto {
                 "ids unique in the key ring",
             ));
         }
-        let cipher = XChaCha20Poly1305::new_from_slice(key)
-            .map_err(|_| PhotonError::config("transport key", "<redacted>", "exactly 32 bytes"))?;
+        let cipher = XChaChaKey::new(key).ok_or_else(|| {
+            PhotonError::config("transport key", "<redacted>", "exactly 32 bytes")
+        })?;
         let mut keys = self.keys.as_ref().clone();
         keys.push(TransportKey { id, cipher });
         Ok(Self {
@@ -249,11 +249,12 @@ impl TransportCrypto {
         buffer.reserve_exact(TAG_LEN);
         let mut nonce = [0u8; NONCE_LEN];
         rand::thread_rng().fill_bytes(&mut nonce);
-        let aad = associated_data(&sealing.id, envelope_id, topic, key);
-        sealing
-            .cipher
-            .encrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
-            .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
+        with_associated_data(
+            AAD_VERSION,
+            [Some(&sealing.id), Some(envelope_id), Some(topic), key],
+            |aad| sealing.cipher.seal(&nonce, aad, &mut buffer),
+        )
+        .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
         Ok(Body::Sealed(SealedBody {
             key_id: sealing.id.clone(),
             nonce: BASE64.encode(nonce),
@@ -300,49 +301,39 @@ impl TransportCrypto {
             .iter()
             .find(|k| k.id == sealed.key_id)
             .ok_or_else(|| CryptoFailure::UnknownKey(sealed.key_id.clone()))?;
-        let nonce = BASE64
-            .decode(&sealed.nonce)
-            .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
-        if nonce.len() != NONCE_LEN {
-            return Err(CryptoFailure::Malformed(format!(
-                "nonce of {} bytes",
-                nonce.len()
-            )));
-        }
+        let nonce = decode_nonce(&sealed.nonce)?;
         // Decoded, decrypted and parsed in one buffer.
         let mut buffer = BASE64
             .decode(&sealed.ciphertext)
             .map_err(|e| CryptoFailure::Malformed(format!("ciphertext: {e}")))?;
-        let aad = associated_data(
-            &key.id,
-            &record.envelope_id,
-            &record.topic_name,
+        let parts = [
+            Some(key.id.as_str()),
+            Some(record.envelope_id.as_str()),
+            Some(record.topic_name.as_str()),
             record.topic_key.as_deref(),
-        );
-        key.cipher
-            .decrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
-            .map_err(|_| CryptoFailure::Tampered)?;
+        ];
+        with_associated_data(AAD_VERSION, parts, |aad| {
+            key.cipher.open(&nonce, aad, &mut buffer)
+        })
+        .map_err(|_| CryptoFailure::Tampered)?;
         serde_json::from_slice(&buffer)
             .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))
     }
 }
 
-/// Associated data binding a ciphertext to its key id, envelope, topic and key. Each part
-/// is length-prefixed so that no two different tuples encode alike.
-fn associated_data(key_id: &str, envelope_id: &str, topic: &str, key: Option<&str>) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(64 + envelope_id.len() + topic.len());
-    aad.extend_from_slice(AAD_VERSION);
-    for part in [Some(key_id), Some(envelope_id), Some(topic), key] {
-        match part {
-            Some(text) => {
-                aad.push(1);
-                aad.extend_from_slice(&(text.len() as u64).to_be_bytes());
-                aad.extend_from_slice(text.as_bytes());
-            }
-            None => aad.push(0),
-        }
+/// The 24 nonce bytes of a sealed body, decoded into a stack buffer.
+fn decode_nonce(encoded: &str) -> std::result::Result<[u8; NONCE_LEN], CryptoFailure> {
+    // Room for one more byte than a nonce, so that a longer one is told apart.
+    let mut nonce = [0u8; NONCE_LEN + 3];
+    let len = BASE64
+        .decode_slice(encoded, &mut nonce)
+        .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
+    if len != NONCE_LEN {
+        return Err(CryptoFailure::Malformed(format!("nonce of {len} bytes")));
     }
-    aad
+    let mut exact = [0u8; NONCE_LEN];
+    exact.copy_from_slice(&nonce[..NONCE_LEN]);
+    Ok(exact)
 }
 
 #[cfg(test)]
@@ -430,12 +421,22 @@ mod tests {
             .unwrap();
         let plaintext = br#"{"payload":{"n":[1,2]},"note":"x","actor":"u"}"#;
         let nonce = [5u8; NONCE_LEN];
-        let aad = associated_data("k1", "e1", "t", Some("k"));
         let mut buffer = plaintext.to_vec();
-        XChaCha20Poly1305::new_from_slice(&[1u8; 32])
-            .unwrap()
-            .encrypt_in_place(XNonce::from_slice(&nonce), &aad, &mut buffer)
-            .unwrap();
+        with_associated_data(
+            AAD_VERSION,
+            [Some("k1"), Some("e1"), Some("t"), Some("k")],
+            |aad| {
+                use chacha20poly1305::aead::{AeadInPlace, KeyInit};
+                chacha20poly1305::XChaCha20Poly1305::new_from_slice(&[1u8; 32])
+                    .unwrap()
+                    .encrypt_in_place(
+                        chacha20poly1305::XNonce::from_slice(&nonce),
+                        aad,
+                        &mut buffer,
+                    )
+            },
+        )
+        .unwrap();
         let mut sealed = record(&crypto, "e1", "t", Some("k"));
         sealed.body = Body::Sealed(SealedBody {
             key_id: "k1".into(),
