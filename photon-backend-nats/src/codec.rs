@@ -7,10 +7,38 @@
 //!   more it still strictly increases per key (a key lives in one shard) and says which
 //!   shard it came from.
 //! - `event_id = <stream name>:<stream sequence>`: all `get_record` needs for a direct get.
+//! - The event headers of a plaintext event are also set as NATS message headers where
+//!   NATS allows them (see [`mirrored_headers`]), so that NATS tools show a request id or
+//!   `traceparent`; the payload stays what Photon reads back.
 
+use async_nats::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 
-use photon_core::{PhotonError, Record, RecordDraft, Result};
+use photon_core::{Body, PhotonError, Record, RecordDraft, Result};
+
+/// The NATS message headers mirroring a plaintext draft's event headers, `None` when none
+/// fits.
+///
+/// Every header Photon accepts fits a NATS header (names of ASCII letters, digits, `-`,
+/// `_`, `.`; values without control characters); those whose name starts with `Nats-` are
+/// left out, as the server gives such headers meanings of its own (`Nats-Msg-Id` is the
+/// draft's envelope id). A sealed draft's headers are never mirrored: they would show in
+/// clear.
+pub(crate) fn mirrored_headers(draft: &RecordDraft) -> Option<HeaderMap> {
+    let Body::Plain { headers, .. } = &draft.body else {
+        return None;
+    };
+    let mut mirrored = HeaderMap::new();
+    for (name, value) in headers {
+        if name.len() >= 5 && name[..5].eq_ignore_ascii_case("nats-") {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (name.parse::<HeaderName>(), value.parse::<HeaderValue>()) {
+            mirrored.insert(name, value);
+        }
+    }
+    (!mirrored.is_empty()).then_some(mirrored)
+}
 
 /// The message payload of a draft.
 ///

@@ -35,9 +35,9 @@
 //! - **Appends** are pipelined JetStream publishes (up to `max_in_flight` awaiting their
 //!   ack), deduplicated by `Nats-Msg-Id = envelope_id`.
 //! - **Event headers** travel in the message payload with actor and payload (Photon's wire
-//!   form), sealed with them when a transport key is set. They are not copied into NATS
-//!   message headers: that would show sealed headers in clear and store each one twice.
-//!   `Nats-Msg-Id` is the only NATS header Photon sets.
+//!   form), sealed with them when a transport key is set. A plaintext event's headers are
+//!   also set as NATS message headers for NATS tools, except those named `Nats-*` (the
+//!   server's own); Photon reads them back from the payload only. A sealed event sets no NATS header but `Nats-Msg-Id`.
 //! - **seq** is the stream sequence; with `N > 1` shards it is `stream_seq × N + shard`,
 //!   still strictly increasing per key. `StartAt::AfterSeq(s)` means "seq > s" under that
 //!   encoding, decoded per shard. **event_id** is `<stream>:<stream_seq>`.

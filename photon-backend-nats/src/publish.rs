@@ -70,6 +70,7 @@ impl NatsStoragePort {
         let shard = names.shard_of(draft.topic_key.as_deref());
         let subject = names.event_subject(&draft.topic_name, draft.topic_key.as_deref());
         let payload = codec::encode(&draft)?;
+        let headers = codec::mirrored_headers(&draft);
         let permit = publisher.permit().await?;
         let mut attempt = 0;
         loop {
@@ -78,9 +79,11 @@ impl NatsStoragePort {
                 .streams
                 .topic_stream(names, &draft.topic_name, shard)
                 .await?;
-            let message = PublishMessage::build()
-                .payload(payload.clone())
-                .message_id(&draft.envelope_id);
+            let mut message = PublishMessage::build().payload(payload.clone());
+            if let Some(headers) = &headers {
+                message = message.headers(headers.clone());
+            }
+            let message = message.message_id(&draft.envelope_id);
             let pending = self
                 .inner
                 .streams
