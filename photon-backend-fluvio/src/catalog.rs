@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use fluvio::metadata::partition::PartitionSpec;
 use fluvio::Fluvio;
-use photon_core::{Result, StoragePort, StoredCheckpoint, TopicInfo};
+use photon_core::{Result, StoredCheckpoint, TopicInfo};
 
 use crate::error::unavailable;
 use crate::port::FluvioStoragePort;
@@ -72,24 +72,12 @@ impl FluvioStoragePort {
     /// # Errors
     /// [`photon_core::PhotonError::Unavailable`] when the checkpoint topics cannot be read.
     pub(crate) async fn catalog_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
-        let stored = self
+        let keys = self
             .inner
             .checkpoints
-            .all(&self.checkpoint_context())
+            .keys(&self.checkpoint_context())
             .await?;
-        let mut listed = Vec::with_capacity(stored.len());
-        for (key, _) in stored {
-            // One reading rule for both calls: the listing cannot drift from a load.
-            if let Some(seq) = self.load_checkpoint(&key).await? {
-                listed.push(StoredCheckpoint {
-                    subscription: key.subscription,
-                    topic: key.topic,
-                    key: key.key,
-                    seq,
-                });
-            }
-        }
-        Ok(listed)
+        StoredCheckpoint::load_each(self, keys).await
     }
 }
 

@@ -24,7 +24,7 @@
 //!   [`crate::durable_consumer_name`]) so Fluvio tools show them; see [`crate::consumer`].
 //!   The checkpoint topic is authoritative for `load_checkpoint`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use fluvio::{Fluvio, RecordKey, TopicProducerPool};
@@ -159,21 +159,21 @@ impl Checkpoints {
         Ok(self.state().positions(key))
     }
 
-    /// Every stored checkpoint with its positions by shard, read up to the current end.
+    /// Every stored checkpoint, ordered by subscription, topic and key, read up to the
+    /// current end.
     ///
     /// # Errors
     /// [`PhotonError::Unavailable`] when the topics cannot be read to their end.
-    pub(crate) async fn all(
-        &self,
-        cx: &Context<'_>,
-    ) -> Result<Vec<(CheckpointKey, BTreeMap<u32, i64>)>> {
+    pub(crate) async fn keys(&self, cx: &Context<'_>) -> Result<BTreeSet<CheckpointKey>> {
         self.refresh(cx).await?;
-        let mut by_key: BTreeMap<CheckpointKey, BTreeMap<u32, i64>> = BTreeMap::new();
-        for (entry, seq) in &self.state().values {
-            let key = CheckpointKey::new(&entry.subscription, &entry.topic, entry.key.as_deref());
-            by_key.entry(key).or_default().insert(entry.shard, *seq);
-        }
-        Ok(by_key.into_iter().collect())
+        Ok(self
+            .state()
+            .values
+            .keys()
+            .map(|entry| {
+                CheckpointKey::new(&entry.subscription, &entry.topic, entry.key.as_deref())
+            })
+            .collect())
     }
 
     /// Commits `seq` unless the position of its shard is already as high.

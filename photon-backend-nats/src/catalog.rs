@@ -56,17 +56,6 @@ impl NatsStoragePort {
             .filter_map(|(subject, _)| names.checkpoint_of_subject(subject))
             .map(|(key, _shard)| key)
             .collect();
-        let mut listed = Vec::with_capacity(keys.len());
-        for key in keys {
-            if let Some(seq) = self.load_checkpoint(&key).await? {
-                listed.push(StoredCheckpoint {
-                    subscription: key.subscription,
-                    topic: key.topic,
-                    key: key.key,
-                    seq,
-                });
-            }
-        }
-        Ok(listed)
+        StoredCheckpoint::load_each(self, keys).await
     }
 }

@@ -59,6 +59,32 @@ pub struct StoredCheckpoint {
     pub seq: i64,
 }
 
+impl StoredCheckpoint {
+    /// Each of `keys` as `port.load_checkpoint` reads it, in the order given, leaving out
+    /// those with nothing stored: how a port that stores a checkpoint as several positions
+    /// (one per shard) lists them, so that a listing never says other than a load.
+    ///
+    /// # Errors
+    /// The first error of `load_checkpoint`.
+    pub async fn load_each<P: StoragePort + ?Sized>(
+        port: &P,
+        keys: impl IntoIterator<Item = CheckpointKey>,
+    ) -> Result<Vec<Self>> {
+        let mut listed = Vec::new();
+        for key in keys {
+            if let Some(seq) = port.load_checkpoint(&key).await? {
+                listed.push(Self {
+                    subscription: key.subscription,
+                    topic: key.topic,
+                    key: key.key,
+                    seq,
+                });
+            }
+        }
+        Ok(listed)
+    }
+}
+
 /// Identity of a checkpoint: one per subscription name, topic and key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CheckpointKey {

@@ -48,6 +48,15 @@ mod subscribe;
 mod topic;
 mod transactional;
 
+/// The message of an expansion that must fail (for the macros' unit tests).
+#[cfg(test)]
+fn expansion_error(expanded: syn::Result<proc_macro2::TokenStream>) -> String {
+    match expanded {
+        Ok(_) => panic!("expected an error"),
+        Err(err) => err.to_string(),
+    }
+}
+
 use proc_macro::TokenStream;
 
 /// Declares a typed topic: `#[topic(name = "orders", keyed_by = "order_id")]`.

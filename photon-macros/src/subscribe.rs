@@ -141,10 +141,7 @@ mod tests {
     use super::expand;
 
     fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
-        match expand(attr, item) {
-            Ok(_) => panic!("expected an error"),
-            Err(err) => err.to_string(),
-        }
+        crate::expansion_error(expand(attr, item))
     }
 
     #[test]

@@ -1,122 +1,21 @@
-//! The metrics Photon records, counted exactly on the mem port with a local
-//! `DebuggingRecorder`: an executor scenario (a retry and a dead letter), and the durable
-//! and group subscription streams.
+//! The metrics the durable and group subscription streams record, counted exactly on the
+//! mem port with a local `DebuggingRecorder` (the executor's are in
+//! `telemetry_on_backends.rs`, on every backend).
 
-mod executor_support;
 mod recording;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use executor_support::{eventually, Seen};
 use futures::StreamExt;
 use metrics_util::debugging::DebugValue;
 use photon_core::group::GroupOptions;
 use photon_core::metrics as names;
-use photon_runtime::{Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
+use photon_runtime::{FlushPolicy, Photon, PhotonError};
 use recording::{recorded, series};
 use serde_json::json;
 
 const ORDERS: &[(&str, &str)] = &[("backend", "mem"), ("topic", "orders")];
-const DLQ: &[(&str, &str)] = &[("backend", "mem"), ("topic", "orders.dlq")];
-const BILLING: &[(&str, &str)] = &[
-    ("backend", "mem"),
-    ("topic", "orders"),
-    ("subscription", "billing"),
-];
-
-#[test]
-fn an_executor_run_with_one_retry_and_one_dead_letter_counts_exactly() {
-    let mut metrics = recorded(|| async {
-        let photon = Photon::builder()
-            .flush_policy(FlushPolicy::immediate())
-            .build()
-            .unwrap();
-        for n in 1..=5 {
-            photon
-                .publish("orders", Some("k"), json!("tester"), json!({ "n": n }))
-                .await
-                .unwrap();
-        }
-        let seen = Seen::default();
-        let second_attempts = Arc::new(AtomicU32::new(0));
-        let config = ExecutorConfig::builder()
-            .max_attempts(3)
-            .initial_backoff(Duration::from_millis(1))
-            .max_backoff(Duration::from_millis(1))
-            .jitter(0.0)
-            .build()
-            .unwrap();
-        let executor = photon
-            .executor()
-            .config(config)
-            .handler("billing", "orders", {
-                let (seen, second_attempts) = (seen.clone(), second_attempts.clone());
-                move |event: Event| {
-                    let (seen, second_attempts) = (seen.clone(), second_attempts.clone());
-                    async move {
-                        match event.seq {
-                            2 if second_attempts.fetch_add(1, Ordering::SeqCst) == 0 => {
-                                return Err(PhotonError::handler("flaky once"));
-                            }
-                            4 => return Err(PhotonError::handler_permanent("refused")),
-                            _ => {}
-                        }
-                        seen.record(&event);
-                        Ok(())
-                    }
-                }
-            })
-            .start()
-            .unwrap();
-        let finished = eventually(Duration::from_secs(10), || {
-            let letters = futures::executor::block_on(photon.dead_letters("orders")).unwrap();
-            seen.len() == 4 && letters.len() == 1
-        })
-        .await;
-        assert!(finished, "4 events handled and 1 dead letter within 10 s");
-        executor.shutdown().await.unwrap();
-        photon.shutdown().await.unwrap();
-        assert_eq!(seen.seqs(), vec![1, 2, 3, 5]);
-        assert_eq!(
-            photon.checkpoint("billing", "orders", None).await.unwrap(),
-            Some(5)
-        );
-    });
-
-    let durations = metrics
-        .remove(&series(names::HANDLER_DURATION, BILLING))
-        .expect("handler durations recorded");
-    let DebugValue::Histogram(durations) = durations else {
-        panic!("{durations:?} is no histogram")
-    };
-    // Five events, one of them tried twice.
-    assert_eq!(durations.len(), 6);
-    assert!(durations
-        .iter()
-        .all(|seconds| seconds.0 >= 0.0 && seconds.0 < 10.0));
-
-    let expected = BTreeMap::from([
-        (series(names::PUBLISHED, ORDERS), DebugValue::Counter(5)),
-        (series(names::PUBLISHED, DLQ), DebugValue::Counter(1)),
-        (series(names::DELIVERED, BILLING), DebugValue::Counter(5)),
-        (series(names::ACKNOWLEDGED, BILLING), DebugValue::Counter(5)),
-        (series(names::RETRIES, BILLING), DebugValue::Counter(1)),
-        (series(names::DEAD_LETTERS, BILLING), DebugValue::Counter(1)),
-        // One key, handled in order, each acknowledgement committed at once.
-        (
-            series(names::CHECKPOINT_COMMITS, BILLING),
-            DebugValue::Counter(5),
-        ),
-        (
-            series(names::SUBSCRIPTION_LAG, BILLING),
-            DebugValue::Gauge(0.0.into()),
-        ),
-    ]);
-    assert_eq!(metrics, expected);
-}
 
 #[test]
 fn durable_and_group_streams_count_deliveries_acknowledgements_commits_and_lag() {

@@ -1,6 +1,6 @@
-//! Metrics and spans as a user meets them on each durable backend: one executor run (five
-//! events of one key, one handled on its second attempt, one dead-lettered) on SQLite, NATS
-//! and Fluvio, with a local `DebuggingRecorder` and a recording tracing layer. Every series,
+//! Metrics and spans as a user meets them on each backend: one executor run (five events of
+//! one key, one handled on its second attempt, one dead-lettered) on mem, SQLite, NATS and
+//! Fluvio, with a local `DebuggingRecorder` and a recording tracing layer. Every series,
 //! its labels and value, and every span with its parent and fields is checked; the only
 //! difference between backends is the backend label, and the lag gauge, which a port
 //! without `head_seq` (Fluvio) cannot report.
@@ -21,6 +21,7 @@ use metrics_util::debugging::DebugValue;
 use photon_backend_fluvio::FluvioStoragePort;
 use photon_backend_nats::NatsStoragePort;
 use photon_backend_sqlite::SqliteStoragePort;
+use photon_core::mem::MemStoragePort;
 use photon_core::metrics as names;
 use photon_core::{StoragePort, TransportCrypto};
 use photon_runtime::{Appended, Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
@@ -264,6 +265,11 @@ fn check_spans(label: &str, run: &Run) {
         assert_eq!(attempts, expected, "{label}: event {}", n + 1);
     }
     assert_eq!(handles.len(), 6, "{label}");
+}
+
+#[test]
+fn mem_records_every_metric_and_span_of_an_executor_run() {
+    check_backend("mem", || async { Some(MemStoragePort::new()) });
 }
 
 #[test]

@@ -27,6 +27,8 @@ use futures::StreamExt;
 use photon_core::{CheckpointCommitter, CheckpointKey, EventStore, FlushPolicy, StartPolicy};
 use serde_json::json;
 
+use crate::process::Random;
+
 /// Concurrent publishing tasks of the publisher process.
 pub const PUBLISH_TASKS: usize = 8;
 
@@ -231,18 +233,6 @@ pub async fn consumer_role(store: EventStore, topic: String, incarnation: usize,
     }
 }
 
-/// A small seeded generator for kill points (no dependency for one test helper).
-struct Random(u64);
-
-impl Random {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound.max(1)
-    }
-}
-
 fn kill(child: &mut Child) {
     let _ = child.kill(); // SIGKILL
     let _ = child.wait();
@@ -350,7 +340,7 @@ pub async fn run_crash_test(
         .map_or(7, |d| d.as_nanos() as u64)
         | 1;
     println!("crash test seed {seed}");
-    let mut random = Random(seed);
+    let mut random = Random::new(seed);
     let started = Instant::now();
     let mut publisher_run = 0;
     let mut publisher = spawn("publish", publisher_run);

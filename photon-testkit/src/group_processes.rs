@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +31,8 @@ use futures::StreamExt;
 use photon_core::group::{join, partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
 use photon_core::{EventStore, GroupRequest, PhotonError, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
+
+use crate::process::Spawned;
 
 const TOPIC: &str = "groups.orders";
 const GROUP: &str = "billing";
@@ -43,34 +45,6 @@ const HEARTBEAT: Duration = Duration::from_millis(200);
 /// Opens a port onto the backend named by a location string (a file path, a URL and a
 /// prefix, ...), in the test process and in every child.
 pub type OpenPort = fn(String) -> BoxFuture<'static, Arc<dyn StoragePort>>;
-
-/// A child process that is killed when dropped, so that a failing test (a panic in the
-/// parent) leaves no member or publisher running behind it.
-struct Spawned(Child);
-
-impl Spawned {
-    fn id(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// SIGKILLs the child and reaps it.
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-
-    fn wait(&mut self) -> ExitStatus {
-        self.0.wait().unwrap()
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            self.kill();
-        }
-    }
-}
 
 /// The multi-process group tests of one backend.
 #[derive(Debug, Clone)]
@@ -170,7 +144,7 @@ impl GroupProcesses {
             .env(self.role_env, spec)
             .stdout(std::process::Stdio::null())
             .spawn()
-            .map(Spawned)
+            .map(Spawned::new)
             .unwrap()
     }
 

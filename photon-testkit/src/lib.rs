@@ -20,6 +20,7 @@ mod context;
 pub mod crash;
 pub mod group_processes;
 pub mod group_restart;
+pub mod process;
 pub mod scenarios;
 
 pub use capability::Capability;
