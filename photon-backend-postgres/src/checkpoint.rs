@@ -6,9 +6,9 @@
 //! writers (also in several processes) can only raise the stored seq. Only an operator's
 //! reset replaces or deletes the row.
 
+use deadpool_postgres::Transaction;
 use photon_core::{CheckpointKey, Result};
 use tokio::sync::oneshot;
-use deadpool_postgres::Transaction;
 
 use crate::error::{pg_error, pool_error, writer_gone};
 use crate::port::PostgresStoragePort;
@@ -36,10 +36,15 @@ impl PostgresStoragePort {
             .await
             .map_err(|e| pg_error(&what, e))?;
         let row = client
-            .query_opt(&select, &[&key.subscription, &key.topic, &keyed, &topic_key])
+            .query_opt(
+                &select,
+                &[&key.subscription, &key.topic, &keyed, &topic_key],
+            )
             .await
             .map_err(|e| pg_error(&what, e))?;
-        row.map(|row| row.try_get(0)).transpose().map_err(|e| pg_error(&what, e))
+        row.map(|row| row.try_get(0))
+            .transpose()
+            .map_err(|e| pg_error(&what, e))
     }
 
     /// Writes a checkpoint and waits for the commit.
@@ -98,7 +103,10 @@ pub(crate) async fn apply(
         }
         Write::Replace(None) => {
             transaction
-                .execute(&statement, &[&key.subscription, &key.topic, &keyed, &topic_key])
+                .execute(
+                    &statement,
+                    &[&key.subscription, &key.topic, &keyed, &topic_key],
+                )
                 .await?
         }
     };

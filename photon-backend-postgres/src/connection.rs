@@ -53,8 +53,10 @@ pub(crate) fn pool(config: &PostgresConfig) -> Result<Pool> {
 pub(crate) async fn connect(
     config: &PostgresConfig,
 ) -> Result<(Client, Connection<Socket, tokio_postgres::tls::NoTlsStream>)> {
-    pg_config(config)?
-        .connect(NoTls)
-        .await
-        .map_err(|e| pg_error(&format!("connect to {}", crate::env::redact(&config.url)), e))
+    pg_config(config)?.connect(NoTls).await.map_err(|e| {
+        pg_error(
+            &format!("connect to {}", crate::env::redact(&config.url)),
+            e,
+        )
+    })
 }

@@ -190,9 +190,15 @@ impl Cursor {
         {
             return Ok(Read::Gap { from, to });
         }
-        page::read_page(&client, &self.topic, self.key.as_deref(), after, self.page_size)
-            .await
-            .map(Read::Page)
-            .map_err(|e| pg_error(&what, e))
+        page::read_page(
+            &client,
+            &self.topic,
+            self.key.as_deref(),
+            after,
+            self.page_size,
+        )
+        .await
+        .map(Read::Page)
+        .map_err(|e| pg_error(&what, e))
     }
 }

@@ -47,7 +47,11 @@ impl PostgresStoragePortBuilder {
                 .map(|found| found.unwrap_or(default)),
         };
         // A refused value is named by where it came from: the variable, or the field.
-        let url_source = if self.url.is_some() { "url" } else { PHOTON_POSTGRES_URL };
+        let url_source = if self.url.is_some() {
+            "url"
+        } else {
+            PHOTON_POSTGRES_URL
+        };
         let url = text(self.url, PHOTON_POSTGRES_URL, defaults.url)?;
         check_url(url_source, &url)?;
         let schema_source = if self.schema.is_some() {
@@ -59,15 +63,27 @@ impl PostgresStoragePortBuilder {
         check_schema(schema_source, &schema)?;
         let config = PostgresConfig {
             url,
-            pool_size: count(self.pool_size, PHOTON_POSTGRES_POOL_SIZE, defaults.pool_size)?,
+            pool_size: count(
+                self.pool_size,
+                PHOTON_POSTGRES_POOL_SIZE,
+                defaults.pool_size,
+            )?,
             schema,
             connect_timeout: duration(
                 self.connect_timeout,
                 PHOTON_POSTGRES_CONNECT_TIMEOUT,
                 defaults.connect_timeout,
             )?,
-            max_batch: count(self.max_batch, PHOTON_POSTGRES_MAX_BATCH, defaults.max_batch)?,
-            page_size: count(self.page_size, PHOTON_POSTGRES_PAGE_SIZE, defaults.page_size)?,
+            max_batch: count(
+                self.max_batch,
+                PHOTON_POSTGRES_MAX_BATCH,
+                defaults.max_batch,
+            )?,
+            page_size: count(
+                self.page_size,
+                PHOTON_POSTGRES_PAGE_SIZE,
+                defaults.page_size,
+            )?,
             max_payload_bytes: match self.max_payload_bytes {
                 Some(bytes) => bytes,
                 None => env
@@ -191,7 +207,11 @@ fn redact_pairs(text: &str, separator: char) -> String {
     text.split(separator)
         .map(|pair| {
             let name = pair.split('=').next().unwrap_or_default();
-            if name.trim_start_matches('?').trim().eq_ignore_ascii_case("password") {
+            if name
+                .trim_start_matches('?')
+                .trim()
+                .eq_ignore_ascii_case("password")
+            {
                 format!("{name}=***")
             } else {
                 pair.to_owned()
@@ -328,7 +348,10 @@ mod tests {
             redact("host=db user=app password=hunter2 dbname=events"),
             "host=db user=app password=*** dbname=events"
         );
-        assert_eq!(redact("postgres://app@db/events"), "postgres://app@db/events");
+        assert_eq!(
+            redact("postgres://app@db/events"),
+            "postgres://app@db/events"
+        );
         let config = PostgresConfig {
             url: "postgres://app:hunter2@db/events".into(),
             ..PostgresConfig::default()

@@ -42,7 +42,9 @@ pub(crate) async fn read_page(
                      AND topic_key = $4 AND seq > $2 ORDER BY seq LIMIT $3"
                 ))
                 .await?;
-            client.query(&select, &[&topic, &after, &limit, &key]).await?
+            client
+                .query(&select, &[&topic, &after, &limit, &key])
+                .await?
         }
     };
     let position = match rows.last() {

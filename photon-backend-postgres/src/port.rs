@@ -124,7 +124,11 @@ impl PostgresStoragePort {
             .run(),
         );
         if config.has_retention() {
-            tokio::spawn(retention::sweep_every(pool.clone(), config.clone(), stopped));
+            tokio::spawn(retention::sweep_every(
+                pool.clone(),
+                config.clone(),
+                stopped,
+            ));
         }
         Ok(Self {
             inner: Arc::new(Inner {

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
+use deadpool_postgres::Transaction;
 use photon_core::{Appended, RecordDraft, Result};
 use tokio::sync::oneshot;
-use deadpool_postgres::Transaction;
 
 use crate::error::{writer_gone, BatchError};
 use crate::port::PostgresStoragePort;
@@ -51,14 +51,26 @@ pub(crate) async fn insert_rows(
     let mut appended = Vec::with_capacity(rows.len());
     for row in rows {
         if let Some(&seq) = known.get(&row.event_id) {
-            appended.push((Appended { event_id: row.event_id.clone(), seq }, false));
+            appended.push((
+                Appended {
+                    event_id: row.event_id.clone(),
+                    seq,
+                },
+                false,
+            ));
             continue;
         }
         let topic = topics.get_mut(&row.topic).ok_or(BatchError::Raced)?;
         topic.last_seq += 1;
         known.insert(row.event_id.clone(), topic.last_seq);
         fresh.push(topic, row);
-        appended.push((Appended { event_id: row.event_id.clone(), seq: topic.last_seq }, true));
+        appended.push((
+            Appended {
+                event_id: row.event_id.clone(),
+                seq: topic.last_seq,
+            },
+            true,
+        ));
     }
     if fresh.seqs.is_empty() {
         return Ok(appended);

@@ -38,7 +38,8 @@ impl PostgresStoragePort {
              ORDER BY seq LIMIT $3"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.records(topic, &sql, &[&topic, &after_seq, &limit]).await
+        self.records(topic, &sql, &[&topic, &after_seq, &limit])
+            .await
     }
 
     /// The `limit` newest records, newest first.

@@ -61,7 +61,9 @@ pub(crate) async fn sweep_every(pool: Pool, config: PostgresConfig, mut stop: wa
         match sweep(&pool, &config).await {
             Ok(0) => {}
             Ok(deleted) => tracing::debug!(deleted, "postgres retention sweep"),
-            Err(error) => tracing::warn!(error = %describe_sweep(&error), "postgres retention sweep failed; will retry"),
+            Err(error) => {
+                tracing::warn!(error = %describe_sweep(&error), "postgres retention sweep failed; will retry")
+            }
         }
     }
 }
@@ -88,7 +90,10 @@ impl From<tokio_postgres::Error> for SweepError {
 
 /// Applies the configured age and count limits to every topic, below each topic's lowest
 /// checkpoint; returns how many records were deleted.
-pub(crate) async fn sweep(pool: &Pool, config: &PostgresConfig) -> std::result::Result<u64, SweepError> {
+pub(crate) async fn sweep(
+    pool: &Pool,
+    config: &PostgresConfig,
+) -> std::result::Result<u64, SweepError> {
     let client = pool.get().await.map_err(SweepError::Pool)?;
     let cutoff = config.retention_max_age.map(age_cutoff);
     let keep = config
@@ -118,7 +123,9 @@ pub(crate) async fn sweep(pool: &Pool, config: &PostgresConfig) -> std::result::
             continue;
         }
         let head: Option<i64> = row.try_get(2)?;
-        let by_count = keep.zip(head).map(|(keep, head)| head.saturating_sub(keep) + 1);
+        let by_count = keep
+            .zip(head)
+            .map(|(keep, head)| head.saturating_sub(keep) + 1);
         let by_age: Option<i64> = cutoff.and(Some(row.try_get(3)?));
         let held: Option<i64> = row.try_get(4)?;
         let Some(bound) = retained_from(by_count, by_age, held) else {

@@ -13,8 +13,8 @@
 //! under an advisory lock on the schema's name, so they take turns instead of colliding
 //! on PostgreSQL's catalog.
 
-use photon_core::Result;
 use deadpool_postgres::Client;
+use photon_core::Result;
 
 use crate::error::pg_error;
 

@@ -6,8 +6,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use tokio::sync::watch;
 use deadpool_postgres::Transaction;
+use tokio::sync::watch;
 
 /// A topic's row as the writer sees it inside a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -177,7 +177,9 @@ async fn apply(
                 topic, before_seq, ..
             } => {
                 insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
-                Outcome::Truncated(retention::delete_before(&transaction, topic, *before_seq).await?)
+                Outcome::Truncated(
+                    retention::delete_before(&transaction, topic, *before_seq).await?,
+                )
             }
             Command::TailSeq { topic, .. } => {
                 insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;

@@ -26,7 +26,9 @@ pub fn fresh_schema() -> String {
 }
 
 /// A connection outside any port, driven by a task of its own.
-pub async fn admin(url: &str) -> std::result::Result<tokio_postgres::Client, tokio_postgres::Error> {
+pub async fn admin(
+    url: &str,
+) -> std::result::Result<tokio_postgres::Client, tokio_postgres::Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
     config.connect_timeout(Duration::from_secs(3));
     config.application_name("photon-test-admin");
