@@ -211,10 +211,10 @@ async fn apply(
 }
 
 /// Inserts the appends gathered so far (consecutive in the batch) and empties `run`.
-async fn insert_run<'a>(
+async fn insert_run(
     transaction: &Transaction<'_>,
     topics: &mut HashMap<String, TopicRow>,
-    run: &mut Vec<&'a PendingRow>,
+    run: &mut Vec<&PendingRow>,
     outcomes: &mut Vec<Outcome>,
 ) -> std::result::Result<(), BatchError> {
     if run.is_empty() {
