@@ -60,3 +60,22 @@ pub(crate) async fn connect(
         )
     })
 }
+
+/// Warns when the server acknowledges commits before flushing them: an acknowledged
+/// append could then be lost if the server crashes.
+pub(crate) async fn warn_unless_durable(client: &deadpool_postgres::Client) {
+    match client.query_one("SHOW synchronous_commit", &[]).await {
+        Ok(row) => {
+            let setting: String = row.try_get(0).unwrap_or_default();
+            if setting.eq_ignore_ascii_case("off") {
+                tracing::warn!(
+                    "synchronous_commit is off for this connection: appends are acknowledged \
+                     before their commit is flushed, and a server crash may lose the last ones"
+                );
+            }
+        }
+        Err(error) => {
+            tracing::debug!(error = %crate::error::describe(&error), "cannot read synchronous_commit")
+        }
+    }
+}

@@ -108,6 +108,7 @@ impl PostgresStoragePort {
                 .await
                 .map_err(|e| pool_error("connect to create the schema", e))?;
             schema::migrate(&mut client, &config.schema).await?;
+            connection::warn_unless_durable(&client).await;
         }
         let heads = Arc::new(TopicHeads::default());
         let (stop, stopped) = watch::channel(());
