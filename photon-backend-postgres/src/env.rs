@@ -195,8 +195,8 @@ pub(crate) fn redact(url: &str) -> String {
                 return format!("{}***{}", &url[..start], &url[end..]);
             }
         }
-        return match url.find("password=") {
-            Some(_) => redact_pairs(url, '&'),
+        return match url.split_once('?') {
+            Some((base, query)) => format!("{base}?{}", redact_pairs(query, '&')),
             None => url.to_owned(),
         };
     }

@@ -41,12 +41,20 @@ pub(crate) fn pg_error(what: &str, error: tokio_postgres::Error) -> PhotonError 
     }
 }
 
-/// The error with the server's message, which `Display` of a server error leaves out.
+/// The error with its cause (the server's message, or why the connection failed), which
+/// the driver's `Display` leaves out.
 pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => format!("{error}: {} ({})", db.message(), db.code().code()),
-        None => error.to_string(),
+    if let Some(db) = error.as_db_error() {
+        return format!("{error}: {} ({})", db.message(), db.code().code());
     }
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 /// No pooled connection could be had: always retryable.

@@ -53,7 +53,11 @@ impl PgFactory {
     /// A factory with a fresh schema on the server of `url`.
     pub async fn on(url: String) -> Option<Self> {
         if let Err(err) = admin(&url).await {
-            photon_testkit::skip_or_fail("postgres", &format!("no PostgreSQL server: {err}"));
+            let cause = std::error::Error::source(&err).map_or(String::new(), |c| format!(": {c}"));
+            photon_testkit::skip_or_fail(
+                "postgres",
+                &format!("no PostgreSQL server: {err}{cause}"),
+            );
             return None;
         }
         Some(Self {
