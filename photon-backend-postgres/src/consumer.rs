@@ -181,24 +181,25 @@ impl Cursor {
     }
 
     /// The next page after `after`, or the gap in front of it (one pooled connection).
+    ///
+    /// Seqs are dense, so a whole-topic page starting right after `after` has no gap in
+    /// front of it; only other pages cost a second query to look for one.
     async fn read(&self, after: i64) -> Result<Read> {
         let what = format!("read topic {:?}", self.topic);
         let client = self.pool.get().await.map_err(|e| pool_error(&what, e))?;
-        if let Some((from, to)) = gap::find_gap(&client, &self.topic, after)
+        let key = self.key.as_deref();
+        let page = page::read_page(&client, &self.topic, key, after, self.page_size)
+            .await
+            .map_err(|e| pg_error(&what, e))?;
+        if key.is_none() && page.first == Some(after + 1) {
+            return Ok(Read::Page(page));
+        }
+        match gap::find_gap(&client, &self.topic, after)
             .await
             .map_err(|e| pg_error(&what, e))?
         {
-            return Ok(Read::Gap { from, to });
+            Some((from, to)) => Ok(Read::Gap { from, to }),
+            None => Ok(Read::Page(page)),
         }
-        page::read_page(
-            &client,
-            &self.topic,
-            self.key.as_deref(),
-            after,
-            self.page_size,
-        )
-        .await
-        .map(Read::Page)
-        .map_err(|e| pg_error(&what, e))
     }
 }

@@ -13,6 +13,8 @@ pub(crate) struct Page {
     pub(crate) records: Vec<Result<Record>>,
     /// Every record of the subscription up to this seq has been read.
     pub(crate) position: i64,
+    /// The seq of the first record read, if any.
+    pub(crate) first: Option<i64>,
 }
 
 /// Reads up to `limit` records of `topic` (and `key`) with `seq > after`.
@@ -51,8 +53,10 @@ pub(crate) async fn read_page(
         Some(row) => row.try_get(0)?,
         None => after,
     };
+    let first = rows.first().map(|row| row.try_get(0)).transpose()?;
     Ok(Page {
         records: decode_rows(&rows, topic)?,
         position,
+        first,
     })
 }
