@@ -1,8 +1,10 @@
 //! The writer task: group-commits the port's writes.
 //!
 //! It takes the first waiting command, drains whatever else is waiting (up to
-//! `max_batch`), runs them all in one transaction in arrival order, and answers each
-//! caller only after the commit; commands arriving during a commit form the next batch.
+//! `max_batch`), and, when the previous batch had several callers, waits up to 500 µs for
+//! them to send again; it runs the batch in one transaction in arrival order, and answers
+//! each caller only after the commit; commands arriving during a commit join the next
+//! batch.
 //! The transaction locks the rows of the topics it appends to (in name order), assigns
 //! seqs from them, stores the new last seqs and sends one `NOTIFY` per topic, which
 //! PostgreSQL delivers on commit. A batch that fails for a transient reason (a deadlock
@@ -27,6 +29,9 @@ use crate::{checkpoint, publish, retention};
 const ATTEMPTS: u32 = 4;
 /// Pause before the second attempt; doubled for each later one.
 const FIRST_PAUSE: Duration = Duration::from_millis(20);
+/// Longest wait for the callers of the previous commit to send again (see
+/// [`Writer::gather`]): small beside a commit, which waits for the server's WAL flush.
+const GROUP_COMMIT_WAIT: Duration = Duration::from_micros(500);
 
 /// A write (or a read that must be ordered with writes) for the writer task.
 #[derive(Debug)]
@@ -79,17 +84,46 @@ pub(crate) struct Writer {
 impl Writer {
     /// Runs until every sender is dropped.
     pub(crate) async fn run(mut self) {
+        let mut last_batch = 1;
         while let Some(first) = self.inbox.recv().await {
             let mut batch = vec![first];
-            while batch.len() < self.max_batch {
-                match self.inbox.try_recv() {
-                    Ok(command) => batch.push(command),
-                    Err(_) => break,
-                }
+            self.drain(&mut batch);
+            if last_batch > 1 {
+                self.gather(&mut batch, last_batch).await;
             }
+            last_batch = batch.len();
             self.execute(batch).await;
         }
         tracing::debug!("postgres writer stopped");
+    }
+
+    /// Adds whatever is waiting to `batch`, up to `max_batch`.
+    fn drain(&mut self, batch: &mut Vec<Command>) {
+        while batch.len() < self.max_batch {
+            match self.inbox.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Waits up to [`GROUP_COMMIT_WAIT`] for the callers the previous commit answered
+    /// (`answered` of them): they usually send again at once, and without the wait they
+    /// would form a batch of their own behind the commands that queued during that commit,
+    /// two half-size commits each paying the WAL flush. A lone caller (a previous batch of
+    /// one) never waits.
+    async fn gather(&mut self, batch: &mut Vec<Command>, answered: usize) {
+        let target = (batch.len() + answered).min(self.max_batch);
+        let deadline = tokio::time::Instant::now() + GROUP_COMMIT_WAIT;
+        while batch.len() < target {
+            match tokio::time::timeout_at(deadline, self.inbox.recv()).await {
+                Ok(Some(command)) => {
+                    batch.push(command);
+                    self.drain(batch);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
     }
 
     async fn execute(&self, batch: Vec<Command>) {
