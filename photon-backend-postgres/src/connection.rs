@@ -21,7 +21,14 @@ pub(crate) fn pg_config(config: &PostgresConfig) -> Result<tokio_postgres::Confi
             format!("a PostgreSQL connection string ({e})"),
         )
     })?;
-    pg.options(format!("-c search_path={}", config.schema));
+    // Custom plans only: a cached generic plan of `event_id = ANY($1)` chose a scan of the
+    // whole events table while the table was young and unanalyzed, and kept it, so each
+    // append batch grew slower with the table (9,000 /s falling to 1,800 /s in 40,000
+    // events); planning for the actual values keeps the index lookups.
+    pg.options(format!(
+        "-c search_path={} -c plan_cache_mode=force_custom_plan",
+        config.schema
+    ));
     pg.connect_timeout(config.connect_timeout);
     if pg.get_application_name().is_none() {
         pg.application_name("photon");
