@@ -391,3 +391,46 @@ async fn the_fluvio_service_serves_and_stops_on_sigterm() {
     assert_eq!(handler(&snapshot, "billing")["lag"], json!(null));
     stop_cleanly(&mut service);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_service_serves_and_stops_on_sigterm() {
+    let url = std::env::var(photon::postgres::PHOTON_POSTGRES_URL)
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let schema = format!("photon_example_{}", &unique[..12]);
+    let connected = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio_postgres::connect(&url, tokio_postgres::NoTls),
+    )
+    .await;
+    let client = match connected {
+        Ok(Ok((client, connection))) => {
+            tokio::spawn(connection);
+            client
+        }
+        Ok(Err(err)) => {
+            return photon_testkit::skip_or_fail("postgres", &format!("PostgreSQL at {url}: {err}"))
+        }
+        Err(_) => {
+            return photon_testkit::skip_or_fail(
+                "postgres",
+                &format!("PostgreSQL at {url} did not answer"),
+            )
+        }
+    };
+    let env = [
+        ("PHOTON_POSTGRES_URL", url),
+        ("PHOTON_POSTGRES_SCHEMA", schema.clone()),
+    ];
+    let mut service = Service::start("postgres_service", &env);
+    let seqs = service.post_orders();
+    service.snapshot_when_done(4);
+    check_positions(&service, &seqs);
+    stop_cleanly(&mut service);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+        .unwrap();
+}
