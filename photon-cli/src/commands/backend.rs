@@ -19,6 +19,9 @@ pub enum Backend {
     /// Fluvio at `PHOTON_FLUVIO_ENDPOINT`.
     #[cfg(feature = "fluvio")]
     Fluvio,
+    /// PostgreSQL at `PHOTON_POSTGRES_URL`, in schema `PHOTON_POSTGRES_SCHEMA`.
+    #[cfg(feature = "postgres")]
+    Postgres,
 }
 
 impl Backend {
@@ -46,6 +49,8 @@ impl Backend {
             Self::Nats => Arc::new(photon::nats::NatsStoragePort::from_env().await?),
             #[cfg(feature = "fluvio")]
             Self::Fluvio => Arc::new(photon::fluvio::FluvioStoragePort::from_env().await?),
+            #[cfg(feature = "postgres")]
+            Self::Postgres => Arc::new(photon::postgres::PostgresStoragePort::from_env().await?),
         })
     }
 
