@@ -9,6 +9,7 @@
 //! | `sqlite` | one durable process (`SqliteStoragePort`) |
 //! | `nats` | NATS JetStream (`NatsStoragePort`) |
 //! | `fluvio` | Fluvio (`FluvioStoragePort`) |
+//! | `postgres` | PostgreSQL, shared by many processes (`PostgresStoragePort`) |
 //!
 //! The feature `testing` (off by default) adds `photon::testing`, helpers for your own tests.
 //! The feature `otel` (off by default) carries the W3C trace context of each publish in the
@@ -156,6 +157,9 @@ pub use photon_backend_nats as nats;
 
 #[cfg(feature = "fluvio")]
 pub use photon_backend_fluvio as fluvio;
+
+#[cfg(feature = "postgres")]
+pub use photon_backend_postgres as postgres;
 
 /// The names most programs need.
 pub mod prelude {

@@ -99,6 +99,34 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures
             measured.server_version = Some(super::nats::server_version(cleanup.client()));
             Ok(measured)
         }
+        "postgres" => {
+            let url = photon_backend_postgres::PostgresConfig::from_env()?.url;
+            let schema = super::postgres::fresh_schema("benchgroups");
+            let admin = super::postgres::connect(&url, &schema).await?;
+            let measured = run_on(adapter, options, || {
+                let (url, schema) = (url.clone(), schema.clone());
+                async move {
+                    let port = photon_backend_postgres::PostgresStoragePort::builder()
+                        .url(url)
+                        .schema(schema)
+                        .build()
+                        .await?;
+                    Ok(Arc::new(port) as Arc<dyn StoragePort>)
+                }
+            })
+            .await;
+            let dropped = admin
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                .await;
+            let mut measured = measured?;
+            if let Err(err) = dropped {
+                return Err(PhotonError::InvalidInput(format!(
+                    "cannot drop schema {schema}: {err}"
+                )));
+            }
+            measured.server_version = Some(super::postgres::server_version(&admin).await?);
+            Ok(measured)
+        }
         "fluvio" => {
             let endpoint = super::fluvio::endpoint();
             let prefix = format!(

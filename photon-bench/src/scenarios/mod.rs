@@ -8,6 +8,7 @@ pub mod groups;
 pub mod mem;
 pub mod nats;
 mod photon_side;
+pub mod postgres;
 pub mod sqlite;
 mod turns;
 
@@ -23,7 +24,7 @@ use crate::report::{AdapterFigures, BaselineKind, LatencyRow, ThroughputRow};
 use turns::{in_turns, side};
 
 /// The adapters this harness knows, in report order.
-pub const ADAPTERS: &[&str] = &["mem", "sqlite", "nats", "fluvio"];
+pub const ADAPTERS: &[&str] = &["mem", "sqlite", "postgres", "nats", "fluvio"];
 
 /// Runs one adapter's scenario.
 ///
@@ -36,6 +37,7 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures
         "sqlite" => sqlite::run(options).await,
         "nats" => nats::run(options).await,
         "fluvio" => fluvio::run(options).await,
+        "postgres" => postgres::run(options).await,
         other => Err(photon_core::PhotonError::InvalidInput(format!(
             "unknown adapter {other:?}; known: {}",
             ADAPTERS.join(", ")

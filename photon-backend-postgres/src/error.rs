@@ -1,0 +1,128 @@
+//! PostgreSQL errors as Photon errors: a lost connection, a server shutting down, a full
+//! server, a deadlock or a serialization failure are retryable; the rest is not.
+
+use photon_core::PhotonError;
+use tokio_postgres::error::SqlState;
+
+/// The port's label in logs, metrics and errors.
+pub(crate) const LABEL: &str = "postgres";
+
+/// Whether retrying may succeed.
+pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    match error.code() {
+        // No server error code: the connection itself failed (refused, reset, timed out).
+        None => true,
+        Some(code) => {
+            code.code().starts_with("08")
+                || [
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                ]
+                .contains(code)
+        }
+    }
+}
+
+/// A Photon error for a failed PostgreSQL call; `what` says what was being done. The
+/// server's description is in the message and the error itself is the `source`.
+pub(crate) fn pg_error(what: &str, error: tokio_postgres::Error) -> PhotonError {
+    let message = format!("cannot {what}: {}", describe(&error));
+    if is_transient(&error) {
+        PhotonError::unavailable(LABEL, message, error)
+    } else {
+        PhotonError::storage(LABEL, message, error)
+    }
+}
+
+/// The error with its cause (the server's message, or why the connection failed), which
+/// the driver's `Display` leaves out.
+pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return format!("{error}: {} ({})", db.message(), db.code().code());
+    }
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
+/// No pooled connection could be had: always retryable.
+pub(crate) fn pool_error(what: &str, error: deadpool_postgres::PoolError) -> PhotonError {
+    let cause = match &error {
+        deadpool_postgres::PoolError::Backend(backend) => describe(backend),
+        other => other.to_string(),
+    };
+    PhotonError::unavailable(LABEL, format!("cannot {what}: {cause}"), error)
+}
+
+/// The same failure reported to each of several callers (a failed batch).
+pub(crate) fn shared_failure(what: &str, transient: bool, cause: &str) -> PhotonError {
+    let message = format!("cannot {what}: {cause}");
+    if transient {
+        PhotonError::Unavailable {
+            backend: LABEL,
+            message,
+            source: None,
+        }
+    } else {
+        PhotonError::Storage {
+            backend: LABEL,
+            message,
+            source: None,
+        }
+    }
+}
+
+/// The writer task is gone (the port is shutting down).
+pub(crate) fn writer_gone() -> PhotonError {
+    PhotonError::Closed("postgres writer".into())
+}
+
+/// Why a writer transaction failed.
+#[derive(Debug)]
+pub(crate) enum BatchError {
+    /// No pooled connection.
+    Pool(deadpool_postgres::PoolError),
+    /// The server refused a statement or the connection broke.
+    Db(tokio_postgres::Error),
+    /// Another transaction stored one of the batch's event ids after the batch looked for
+    /// them: running the batch again finds it stored.
+    Raced,
+}
+
+impl BatchError {
+    /// Whether running the batch again may succeed.
+    pub(crate) fn is_transient(&self) -> bool {
+        match self {
+            Self::Pool(_) | Self::Raced => true,
+            Self::Db(error) => is_transient(error),
+        }
+    }
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Pool(error) => write!(f, "no connection: {error}"),
+            Self::Db(error) => f.write_str(&describe(error)),
+            Self::Raced => f.write_str("another transaction stored the same event id"),
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for BatchError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Self::Db(error)
+    }
+}

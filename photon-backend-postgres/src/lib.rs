@@ -1,0 +1,77 @@
+//! Photon's PostgreSQL storage port: durable events in one schema of a PostgreSQL
+//! database, shared by any number of processes.
+//!
+//! ```no_run
+//! # async fn demo() -> photon_core::Result<()> {
+//! use std::sync::Arc;
+//! use photon_backend_postgres::PostgresStoragePort;
+//! use photon_core::{EventStore, TransportCrypto};
+//!
+//! let port = PostgresStoragePort::builder()
+//!     .url("postgres://app@127.0.0.1:5432/app")
+//!     .build()
+//!     .await?;
+//! let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());
+//! store.publish("orders", Some("o-1"), serde_json::json!("alice"), serde_json::json!({"n": 1})).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - **Writes**: a writer task per port group-commits whatever appends and checkpoint
+//!   commits are waiting (up to `max_batch`) in one transaction; each `append` returns
+//!   after its commit. Seq is per topic, starting at 1, without gaps, assigned under the
+//!   topic row's lock, so processes appending to one topic take turns. An event id already
+//!   stored is not stored again.
+//! - **Reads**: on pooled connections; replay streams in pages of `page_size` records.
+//! - **Live tail**: every append transaction sends `NOTIFY` with its topics, delivered on
+//!   commit; each port listens on a connection of its own and wakes its subscribers, in
+//!   every process. Subscribers also read again every `recheck_interval` (default 5 s),
+//!   which only matters when a notification was lost with the listening connection.
+//! - **Durability**: an acknowledged append is committed. With PostgreSQL's default
+//!   `synchronous_commit = on` the commit is flushed to the server's WAL before the
+//!   acknowledgement, so it survives a crash of the server or a power loss; with
+//!   `synchronous_commit = off` on the server (or the role, or the database) a crash of the
+//!   server may lose the last acknowledged transactions.
+//! - **Checkpoints** never regress (`greatest` on write). **Retention**: `truncate_before`,
+//!   plus an optional sweep by age and by count per topic which never deletes above a
+//!   topic's lowest checkpoint (see [`PostgresStoragePortBuilder`]).
+//! - **Consumer groups** span every process using the schema: partition leases with epochs
+//!   and fenced per-partition checkpoints in the `group_members` and `group_partitions`
+//!   tables (the protocol of `photon_core::group`); expiries on the database server's
+//!   clock.
+//! - **Schema**: created on open when missing (`CREATE ... IF NOT EXISTS`, serialized
+//!   between processes by an advisory lock).
+//!
+//! Configuration: [`PostgresStoragePortBuilder`] (its docs list every setting, variable
+//! and default), falling back to the `PHOTON_POSTGRES_*` variables in Photon's one
+//! dialect (`photon_core::config`), then to defaults; or a deserialized
+//! [`PostgresConfig`]. TLS is not supported yet.
+
+mod catalog;
+mod checkpoint;
+mod config;
+mod connection;
+mod consumer;
+mod env;
+mod error;
+mod gap;
+mod group;
+mod listen;
+mod page;
+mod port;
+mod publish;
+mod query;
+mod retention;
+mod row;
+mod schema;
+mod topic;
+mod writer;
+
+pub use config::{
+    PostgresConfig, PostgresStoragePortBuilder, PHOTON_POSTGRES_CONNECT_TIMEOUT,
+    PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES, PHOTON_POSTGRES_PAGE_SIZE,
+    PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
+    PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
+    PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
+    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
+};
+pub use port::PostgresStoragePort;

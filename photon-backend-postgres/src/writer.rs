@@ -1,0 +1,317 @@
+//! The writer task: group-commits the port's writes.
+//!
+//! It takes the first waiting command, drains whatever else is waiting (up to
+//! `max_batch`), and, when the previous batch had several callers, waits up to 500 µs for
+//! them to send again; it runs the batch in one transaction in arrival order, and answers
+//! each caller only after the commit; commands arriving during a commit join the next
+//! batch.
+//! The transaction locks the rows of the topics it appends to (in name order), assigns
+//! seqs from them, stores the new last seqs and sends one `NOTIFY` per topic, which
+//! PostgreSQL delivers on commit. A batch that fails for a transient reason (a deadlock
+//! with another process, a lost connection, an event id stored meanwhile by another
+//! process) is run again, a few times; one that fails otherwise is split into single
+//! commands so that one bad command fails alone.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Pool, Transaction};
+use photon_core::{Appended, CheckpointKey, PhotonError, Result};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{shared_failure, BatchError};
+use crate::row::PendingRow;
+use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicHeads, TopicRow};
+use crate::{checkpoint, publish, retention};
+
+/// Attempts of one batch before its callers get the error.
+const ATTEMPTS: u32 = 4;
+/// Pause before the second attempt; doubled for each later one.
+const FIRST_PAUSE: Duration = Duration::from_millis(20);
+/// Longest wait for the callers of the previous commit to send again (see
+/// [`Writer::gather`]): small beside a commit, which waits for the server's WAL flush.
+const GROUP_COMMIT_WAIT: Duration = Duration::from_micros(500);
+
+/// A write (or a read that must be ordered with writes) for the writer task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Append one encoded draft.
+    Append {
+        row: PendingRow,
+        reply: oneshot::Sender<Result<Appended>>,
+    },
+    /// Raise or reset a checkpoint.
+    Checkpoint {
+        key: CheckpointKey,
+        write: checkpoint::Write,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Delete a topic's records below a seq.
+    Truncate {
+        topic: String,
+        before_seq: i64,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+    /// The topic's last seq once every command sent before this one is committed: where a
+    /// tail subscription starts.
+    TailSeq {
+        topic: String,
+        reply: oneshot::Sender<Result<i64>>,
+    },
+}
+
+/// What one command produced in a committed transaction.
+enum Outcome {
+    Appended(Appended),
+    Done,
+    Truncated(u64),
+    Tail(i64),
+}
+
+/// Outcomes in command order, and the topics appended to.
+type Applied = (Vec<Outcome>, Vec<String>);
+
+pub(crate) struct Writer {
+    pub(crate) pool: Pool,
+    pub(crate) heads: Arc<TopicHeads>,
+    pub(crate) inbox: mpsc::UnboundedReceiver<Command>,
+    pub(crate) max_batch: usize,
+    /// The `NOTIFY` channel of the schema.
+    pub(crate) channel: String,
+}
+
+impl Writer {
+    /// Runs until every sender is dropped.
+    pub(crate) async fn run(mut self) {
+        let mut last_batch = 1;
+        while let Some(first) = self.inbox.recv().await {
+            let mut batch = vec![first];
+            self.drain(&mut batch);
+            if last_batch > 1 {
+                self.gather(&mut batch, last_batch).await;
+            }
+            last_batch = batch.len();
+            self.execute(batch).await;
+        }
+        tracing::debug!("postgres writer stopped");
+    }
+
+    /// Adds whatever is waiting to `batch`, up to `max_batch`.
+    fn drain(&mut self, batch: &mut Vec<Command>) {
+        while batch.len() < self.max_batch {
+            match self.inbox.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Waits up to [`GROUP_COMMIT_WAIT`] for the callers the previous commit answered
+    /// (`answered` of them): they usually send again at once, and without the wait they
+    /// would form a batch of their own behind the commands that queued during that commit,
+    /// two half-size commits each paying the WAL flush. A lone caller (a previous batch of
+    /// one) never waits.
+    async fn gather(&mut self, batch: &mut Vec<Command>, answered: usize) {
+        let target = (batch.len() + answered).min(self.max_batch);
+        let deadline = tokio::time::Instant::now() + GROUP_COMMIT_WAIT;
+        while batch.len() < target {
+            match tokio::time::timeout_at(deadline, self.inbox.recv()).await {
+                Ok(Some(command)) => {
+                    batch.push(command);
+                    self.drain(batch);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+
+    async fn execute(&self, batch: Vec<Command>) {
+        match self.attempt(&batch).await {
+            Ok(applied) => self.answer(batch, applied),
+            Err(error) if batch.len() > 1 && !error.is_transient() => {
+                tracing::warn!(%error, commands = batch.len(), "postgres batch failed; retrying its commands one by one");
+                for command in batch {
+                    let single = vec![command];
+                    match self.attempt(&single).await {
+                        Ok(applied) => self.answer(single, applied),
+                        Err(error) => fail_all(single, &error),
+                    }
+                }
+            }
+            Err(error) => fail_all(batch, &error),
+        }
+    }
+
+    /// Runs the batch, again after a transient failure, up to [`ATTEMPTS`] times.
+    async fn attempt(&self, batch: &[Command]) -> std::result::Result<Applied, BatchError> {
+        let mut pause = FIRST_PAUSE;
+        let mut attempt = 1;
+        loop {
+            match apply(&self.pool, &self.channel, batch).await {
+                Err(error) if error.is_transient() && attempt < ATTEMPTS => {
+                    tracing::debug!(%error, attempt, "postgres batch failed; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn answer(&self, batch: Vec<Command>, (outcomes, appended): Applied) {
+        for topic in &appended {
+            self.heads.committed(topic);
+        }
+        for (command, outcome) in batch.into_iter().zip(outcomes) {
+            answer(command, outcome);
+        }
+    }
+}
+
+/// Runs a batch in one transaction; nothing of it is stored unless this returns `Ok`.
+async fn apply(
+    pool: &Pool,
+    channel: &str,
+    batch: &[Command],
+) -> std::result::Result<Applied, BatchError> {
+    let mut client = pool.get().await.map_err(BatchError::Pool)?;
+    let transaction = client.transaction().await?;
+    let names: BTreeSet<&str> = batch
+        .iter()
+        .filter_map(|command| match command {
+            Command::Append { row, .. } => Some(row.topic.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut topics = if names.is_empty() {
+        HashMap::new()
+    } else {
+        lock_topics(&transaction, &names).await?
+    };
+    let before: HashMap<String, i64> = topics
+        .iter()
+        .map(|(name, row)| (name.clone(), row.last_seq))
+        .collect();
+    let mut outcomes = Vec::with_capacity(batch.len());
+    let mut run: Vec<&PendingRow> = Vec::new();
+    for command in batch {
+        let outcome = match command {
+            Command::Append { row, .. } => {
+                run.push(row);
+                continue;
+            }
+            Command::Checkpoint { key, write, .. } => {
+                insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
+                checkpoint::apply(&transaction, key, *write).await?;
+                Outcome::Done
+            }
+            Command::Truncate {
+                topic, before_seq, ..
+            } => {
+                insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
+                Outcome::Truncated(
+                    retention::delete_before(&transaction, topic, *before_seq).await?,
+                )
+            }
+            Command::TailSeq { topic, .. } => {
+                insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
+                Outcome::Tail(match topics.get(topic) {
+                    Some(row) => row.last_seq,
+                    None => last_seq(&transaction, topic).await?,
+                })
+            }
+        };
+        outcomes.push(outcome);
+    }
+    insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
+    let advanced: Vec<(&String, TopicRow)> = topics
+        .iter()
+        .filter(|(name, row)| before.get(*name) != Some(&row.last_seq))
+        .map(|(name, row)| (name, *row))
+        .collect();
+    let appended: Vec<String> = advanced.iter().map(|(name, _)| (*name).clone()).collect();
+    if !advanced.is_empty() {
+        let rows: Vec<TopicRow> = advanced.iter().map(|(_, row)| *row).collect();
+        store_last_seqs(&transaction, &rows).await?;
+        let notify = transaction
+            .prepare_cached("SELECT pg_notify($1, name) FROM unnest($2::text[]) AS name")
+            .await?;
+        transaction.execute(&notify, &[&channel, &appended]).await?;
+    }
+    transaction.commit().await?;
+    Ok((outcomes, appended))
+}
+
+/// Inserts the appends gathered so far (consecutive in the batch) and empties `run`.
+async fn insert_run(
+    transaction: &Transaction<'_>,
+    topics: &mut HashMap<String, TopicRow>,
+    run: &mut Vec<&PendingRow>,
+    outcomes: &mut Vec<Outcome>,
+) -> std::result::Result<(), BatchError> {
+    if run.is_empty() {
+        return Ok(());
+    }
+    let appended = publish::insert_rows(transaction, topics, run).await?;
+    outcomes.extend(
+        appended
+            .into_iter()
+            .map(|(appended, _)| Outcome::Appended(appended)),
+    );
+    run.clear();
+    Ok(())
+}
+
+fn answer(command: Command, outcome: Outcome) {
+    // A caller that stopped waiting (a dropped future) no longer needs its answer.
+    match (command, outcome) {
+        (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
+            let _ = reply.send(Ok(appended));
+        }
+        (Command::Checkpoint { reply, .. }, Outcome::Done) => {
+            let _ = reply.send(Ok(()));
+        }
+        (Command::Truncate { reply, .. }, Outcome::Truncated(count)) => {
+            let _ = reply.send(Ok(count));
+        }
+        (Command::TailSeq { reply, .. }, Outcome::Tail(seq)) => {
+            let _ = reply.send(Ok(seq));
+        }
+        (command, _) => fail(
+            command,
+            false,
+            "internal error: outcome does not match its command",
+        ),
+    }
+}
+
+fn fail_all(batch: Vec<Command>, error: &BatchError) {
+    let transient = error.is_transient();
+    let cause = error.to_string();
+    for command in batch {
+        fail(command, transient, &cause);
+    }
+}
+
+fn fail(command: Command, transient: bool, cause: &str) {
+    let error = |what: &str| -> PhotonError { shared_failure(what, transient, cause) };
+    match command {
+        Command::Append { reply, row } => {
+            let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
+        }
+        Command::Checkpoint { reply, key, .. } => {
+            let _ = reply.send(Err(error(&format!(
+                "commit checkpoint {:?}",
+                key.subscription
+            ))));
+        }
+        Command::Truncate { reply, topic, .. } => {
+            let _ = reply.send(Err(error(&format!("truncate topic {topic:?}"))));
+        }
+        Command::TailSeq { reply, topic } => {
+            let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
+        }
+    }
+}
