@@ -237,3 +237,74 @@ async fn handler_writes_commit_with_the_checkpoint_and_a_covered_event_is_skippe
     );
     assert_eq!(port.head_seq("jobs.dead", None).await.unwrap(), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_consumer_waits_for_the_first_and_skips_the_event() {
+    let Some(factory) = PgFactory::new().await else {
+        return;
+    };
+    let schema = factory.schema.clone();
+    let (first_port, store) = open(&factory).await;
+    let (second_port, _) = open(&factory).await;
+    let client = common::admin(&factory.url).await.unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {schema}.handled (event_id TEXT NOT NULL, port TEXT NOT NULL)"
+        ))
+        .await
+        .unwrap();
+    store
+        .publish("jobs", None, json!(null), json!({"n": 1}))
+        .await
+        .unwrap();
+    let event = store
+        .subscribe("jobs", None, StartAt::Beginning)
+        .next()
+        .await
+        .unwrap()
+        .unwrap();
+    let key = CheckpointKey::new("jobs-tx", "jobs", None);
+    let handler = |name: &'static str, pause: Duration| {
+        let insert = format!("INSERT INTO {schema}.handled (event_id, port) VALUES ($1, $2)");
+        transactional_handler(move |tx, event| {
+            let insert = insert.clone();
+            Box::pin(async move {
+                tx.execute(&insert, &[&event.event_id, &name])
+                    .await
+                    .map_err(|e| PhotonError::handler_permanent(e.to_string()))?;
+                // Holds the transaction open while the other consumer starts.
+                tokio::time::sleep(pause).await;
+                Ok(())
+            })
+        })
+    };
+    let first = {
+        let (handler, event, key) = (
+            handler("first", Duration::from_millis(500)),
+            event.clone(),
+            key.clone(),
+        );
+        tokio::spawn(async move { first_port.handle_in_transaction(handler, event, key).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let second = second_port
+        .handle_in_transaction(handler("second", Duration::ZERO), event, key.clone())
+        .await
+        .unwrap();
+    assert!(
+        first.is_finished(),
+        "the second consumer did not wait for the first"
+    );
+    assert_eq!(first.await.unwrap().unwrap(), TransactionOutcome::Committed);
+    assert_eq!(second, TransactionOutcome::AlreadyHandled);
+    let rows: Vec<(String, String)> = client
+        .query(&format!("SELECT event_id, port FROM {schema}.handled"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1, "first");
+    assert_eq!(second_port.load_checkpoint(&key).await.unwrap(), Some(1));
+}
