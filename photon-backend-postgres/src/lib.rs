@@ -76,6 +76,9 @@ pub use config::{
     PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
 };
 pub use port::PostgresStoragePort;
+/// The PostgreSQL driver whose transactions transactional handlers and [`publish_in_tx`]
+/// take.
+pub use tokio_postgres;
 pub use transaction::{
     publish_in_tx, transactional_handler, DeclaredTransactionalFn, PostgresTransaction,
     TransactionalHandler,

@@ -229,8 +229,8 @@ where
 }
 
 /// The function form of a transactional handler on PostgreSQL (the port's
-/// [`TransactionalPort::DeclaredFn`]). `#[subscribe(transactional)]` does not declare
-/// PostgreSQL handlers yet: register them with `ExecutorBuilder::transactional_handler`.
+/// [`TransactionalPort::DeclaredFn`]): what `#[subscribe(transactional)]` makes of an
+/// `async fn(&PostgresTransaction<'_>, Input)`.
 pub type DeclaredTransactionalFn =
     for<'t> fn(&'t PostgresTransaction<'t>, Event) -> BoxFuture<'t, Result<()>>;
 
