@@ -15,7 +15,7 @@ use crate::port::PostgresStoragePort;
 use crate::writer::Command;
 
 /// The key scope columns: `(false, "")` for the whole topic, `(true, key)` for one key.
-fn scope(key: &CheckpointKey) -> (bool, &str) {
+pub(crate) fn scope(key: &CheckpointKey) -> (bool, &str) {
     match &key.key {
         Some(topic_key) => (true, topic_key.as_str()),
         None => (false, ""),

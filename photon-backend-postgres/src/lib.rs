@@ -64,6 +64,7 @@ mod retention;
 mod row;
 mod schema;
 mod topic;
+mod transaction;
 mod writer;
 
 pub use config::{
@@ -75,3 +76,10 @@ pub use config::{
     PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
 };
 pub use port::PostgresStoragePort;
+/// The PostgreSQL driver whose transactions transactional handlers and [`publish_in_tx`]
+/// take.
+pub use tokio_postgres;
+pub use transaction::{
+    publish_in_tx, transactional_handler, DeclaredTransactionalFn, PostgresTransaction,
+    TransactionalHandler,
+};

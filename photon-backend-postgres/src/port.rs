@@ -258,4 +258,8 @@ impl StoragePort for PostgresStoragePort {
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
         Some(self.coordination())
     }
+
+    fn transactional_port(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }

@@ -38,7 +38,8 @@ pub enum TransactionOutcome {
 /// A port that runs a handler and the checkpoint advance in one transaction.
 ///
 /// The handler's form depends on the database: it receives the port's own transaction
-/// type (SQLite: a transaction on the port's write connection, run on its writer thread).
+/// type (SQLite: a transaction on the port's write connection, run on its writer thread;
+/// PostgreSQL: an async handler over a transaction on one of the port's pooled connections).
 /// The runtime's executor calls these methods one event at a time, in seq order, for a
 /// subscription whose handler is transactional.
 #[async_trait]

@@ -1,6 +1,6 @@
-//! `#[subscribe(durable = "...", transactional)]`: registers a plain fn taking a port's
+//! `#[subscribe(durable = "...", transactional)]`: registers a fn taking a port's
 //! transaction and an input as a transactional handler, bound to the `Photon`'s port when
-//! the executor starts.
+//! the executor starts (a plain fn for SQLite, an `async fn` for PostgreSQL).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -21,12 +21,6 @@ pub(crate) fn expand(
         return Err(syn::Error::new(
             group.span(),
             "a transactional handler cannot be a group member: remove `group`",
-        ));
-    }
-    if let Some(asyncness) = signature.asyncness {
-        return Err(syn::Error::new_spanned(
-            asyncness,
-            "a transactional handler is a plain `fn`: it runs inside the port's transaction, on its writer thread",
         ));
     }
     if !signature.generics.params.is_empty() {
@@ -52,20 +46,58 @@ pub(crate) fn expand(
         ));
     };
     let handle = &reference.elem;
-    let (durable, topic, key) = (declared.durable, &declared.topic, &declared.key);
     let name = &signature.ident;
-    let name_text = name.to_string();
     let call = format_ident!("__photon_transactional_call_{}", name);
+    // The port's transaction type decides the form: SQLite runs a plain fn on its writer
+    // thread, PostgreSQL awaits an async fn on a pooled connection.
+    let asynchronous = match (signature.asyncness, transaction_name(handle).as_deref()) {
+        (Some(asyncness), Some("SqliteTransaction")) => {
+            return Err(syn::Error::new_spanned(
+                asyncness,
+                "a transactional handler is a plain `fn`: it runs inside the port's transaction, on its writer thread",
+            ));
+        }
+        (None, Some("PostgresTransaction")) => {
+            return Err(syn::Error::new_spanned(
+                signature.fn_token,
+                "a transactional handler on PostgreSQL is an `async fn`: it awaits the transaction's statements",
+            ));
+        }
+        (asyncness, _) => asyncness.is_some(),
+    };
+    let function_value = if asynchronous {
+        quote! {
+            |transaction, event: ::photon::Event| {
+                ::std::boxed::Box::pin(async move {
+                    let input = <#input as ::photon::runtime::HandlerInput>::from_event(event)?;
+                    ::photon::runtime::IntoHandlerResult::into_handler_result(
+                        #name(transaction, input).await,
+                    )
+                })
+            }
+        }
+    } else {
+        quote! { #call }
+    };
+    let call_function = if asynchronous {
+        TokenStream::new()
+    } else {
+        quote! {
+            fn #call(transaction: #transaction, event: ::photon::Event) -> ::photon::core::Result<()> {
+                let input = <#input as ::photon::runtime::HandlerInput>::from_event(event)?;
+                ::photon::runtime::IntoHandlerResult::into_handler_result(#name(transaction, input))
+            }
+        }
+    };
+    let (durable, topic, key) = (declared.durable, &declared.topic, &declared.key);
+    let name_text = name.to_string();
     let bind = format_ident!("__photon_transactional_bind_{}", name);
     let unused = format_ident!("__photon_handler_{}", name);
     Ok(quote! {
         #item
 
         const _: () = {
-            fn #call(transaction: #transaction, event: ::photon::Event) -> ::photon::core::Result<()> {
-                let input = <#input as ::photon::runtime::HandlerInput>::from_event(event)?;
-                ::photon::runtime::IntoHandlerResult::into_handler_result(#name(transaction, input))
-            }
+            #call_function
 
             fn #bind(
                 port: &::std::sync::Arc<dyn ::photon::core::StoragePort>,
@@ -73,7 +105,7 @@ pub(crate) fn expand(
             ) -> ::photon::core::Result<::photon::runtime::TransactionalBinding> {
                 ::photon::runtime::TransactionalBinding::declared::<
                     <#handle as ::photon::core::TransactionHandle>::Port,
-                >(port, options, #call)
+                >(port, options, #function_value)
             }
 
             // The executor runs a transactional descriptor through its binding only.
@@ -99,6 +131,14 @@ pub(crate) fn expand(
             }
         };
     })
+}
+
+/// The last path segment of the transaction type (`SqliteTransaction`, ...), if a path.
+fn transaction_name(handle: &Type) -> Option<String> {
+    match handle {
+        Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +211,42 @@ mod tests {
             ),
         );
         assert_eq!(twice, "`transactional` given twice");
+    }
+
+    #[test]
+    fn a_postgres_transactional_handler_is_async() {
+        let plain = error(
+            quote!(durable = "ledger", transactional),
+            quote!(
+                fn record(tx: &PostgresTransaction<'_>, order: Order) {}
+            ),
+        );
+        assert_eq!(
+            plain,
+            "a transactional handler on PostgreSQL is an `async fn`: it awaits the transaction's statements"
+        );
+        let expanded = expand(
+            quote!(durable = "ledger", transactional),
+            quote!(
+                async fn record(tx: &PostgresTransaction<'_>, order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            expanded.contains("record (transaction , input) . await"),
+            "{expanded}"
+        );
+        assert!(
+            expanded.contains(
+                "< PostgresTransaction < '_ > as :: photon :: core :: TransactionHandle > :: Port"
+            ),
+            "{expanded}"
+        );
+        assert!(
+            !expanded.contains("__photon_transactional_call_record"),
+            "{expanded}"
+        );
     }
 
     #[test]

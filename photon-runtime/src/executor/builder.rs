@@ -154,7 +154,9 @@ impl ExecutorBuilder {
     /// - Not available for group handlers.
     ///
     /// On SQLite, `P::Handler` is `photon_backend_sqlite::TransactionalHandler`, a closure
-    /// over a `&SqliteTransaction` run on the port's writer thread.
+    /// over a `&SqliteTransaction` run on the port's writer thread. On PostgreSQL it is
+    /// `photon_backend_postgres::TransactionalHandler`, an async closure over a
+    /// `&PostgresTransaction` on one of the port's pooled connections.
     ///
     /// # Errors
     /// [`ExecutorBuilder::start`] refuses a transactional handler with a group
