@@ -13,14 +13,14 @@ mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use photon_backend_postgres::{transactional_handler, PostgresStoragePort};
 use photon_core::{EventStore, PhotonError, TransportCrypto};
 use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, read_acked, CrashPlan};
+use photon_testkit::crash::{publisher_role, read_acked, spawn_role, CrashPlan};
+use photon_testkit::process::{Random, Spawned};
 
 use common::PgFactory;
 
@@ -116,51 +116,12 @@ fn crash_role() {
     });
 }
 
-/// A child process, SIGKILLed when dropped (a failing test leaves none behind).
-struct Spawned(Child);
-
-impl Spawned {
-    fn start(role: &str, schema: &str, log: &Path) -> Self {
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "crash_role",
-                "--test-threads=1",
-                "--quiet",
-            ])
-            .env(ROLE_ENV, format!("{role}|{schema}|{}", log.display()))
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        Self(child)
-    }
-
-    /// SIGKILLs the child and reaps it.
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            self.kill();
-        }
-    }
-}
-
-/// Seeded xorshift for the kill points.
-struct Random(u64);
-
-impl Random {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound.max(1)
-    }
+/// A child running `role` on `schema`, logging to `log`.
+fn start(role: &str, schema: &str, log: &Path) -> Spawned {
+    Spawned::new(spawn_role(
+        ROLE_ENV,
+        format!("{role}|{schema}|{}", log.display()),
+    ))
 }
 
 async fn count(client: &tokio_postgres::Client, sql: &str) -> i64 {
@@ -229,16 +190,16 @@ async fn transactional_consumer_killed_at_random_points() {
         .map_or(7, |d| d.as_nanos() as u64)
         | 1;
     println!("transactional crash test seed {seed}");
-    let mut random = Random(seed);
+    let mut random = Random::new(seed);
     let started = Instant::now();
-    let mut publisher = Spawned::start("publish", &schema, &published_log);
-    let mut consumer = Spawned::start("consume", &schema, &consumer_log);
+    let mut publisher = start("publish", &schema, &published_log);
+    let mut consumer = start("consume", &schema, &consumer_log);
     let mut rows_at_kills = Vec::with_capacity(KILLS);
     for _ in 0..KILLS {
         tokio::time::sleep(Duration::from_millis(100 + random.below(500))).await;
         consumer.kill();
         rows_at_kills.push(count(&client, &all_rows).await);
-        consumer = Spawned::start("consume", &schema, &consumer_log);
+        consumer = start("consume", &schema, &consumer_log);
     }
     let acked_during_kills = read_acked(&published_log).len();
     println!(
