@@ -19,7 +19,7 @@ use crate::writer::Command;
 impl PostgresStoragePort {
     /// Appends a draft and waits for its commit.
     pub(crate) async fn append_row(&self, draft: RecordDraft) -> Result<Appended> {
-        let row = PendingRow::encode(draft)?;
+        let row = PendingRow::encode(draft, crate::error::LABEL)?;
         let (reply, answer) = oneshot::channel();
         self.send(Command::Append { row, reply })?;
         answer.await.map_err(|_| writer_gone())?
@@ -124,6 +124,6 @@ impl<'a> Fresh<'a> {
             .push((row.envelope_id != row.event_id).then_some(row.envelope_id.as_str()));
         self.keys.push(row.topic_key.as_deref());
         self.created_at.push(row.created_at);
-        self.bodies.push(&row.body);
+        self.bodies.push(row.body.as_bytes());
     }
 }

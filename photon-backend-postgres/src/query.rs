@@ -5,7 +5,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::{pg_error, pool_error};
 use crate::port::PostgresStoragePort;
-use crate::row::{decode_rows, StoredRow, RECORD_COLUMNS};
+use crate::row::{decode_rows, read_row, RECORD_COLUMNS};
 
 const TOPIC_ID: &str = "(SELECT topic_id FROM topics WHERE name = $1)";
 
@@ -22,7 +22,7 @@ impl PostgresStoragePort {
             return Ok(None);
         };
         let topic: String = row.try_get(7).map_err(|e| pg_error(&what, e))?;
-        let stored = StoredRow::read(row).map_err(|e| pg_error(&what, e))?;
+        let stored = read_row(row).map_err(|e| pg_error(&what, e))?;
         stored.decode(&topic).map(Some)
     }
 

@@ -110,7 +110,7 @@ pub async fn publish_in_tx(
     port: &PostgresStoragePort,
     draft: RecordDraft,
 ) -> Result<Appended> {
-    let row = PendingRow::encode(draft)?;
+    let row = PendingRow::encode(draft, crate::error::LABEL)?;
     append(transaction, &port.config().schema, &row)
         .await
         .map_err(|e| {
@@ -172,7 +172,7 @@ async fn append(
                 &envelope_id,
                 &row.topic_key,
                 &row.created_at,
-                &row.body,
+                &row.body.as_bytes(),
             ],
         )
         .await?;

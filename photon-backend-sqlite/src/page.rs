@@ -45,7 +45,7 @@ pub(crate) fn read_page(
             );
             let rows =
                 select_rows(connection, &sql, params![topic, after, limit]).map_err(failed)?;
-            let position = rows.last().map_or(after, StoredRow::seq);
+            let position = rows.last().map_or(after, |row: &StoredRow| row.seq);
             (rows, position)
         }
         Some(key) => scan_key(connection, topic, key, after, limit).map_err(failed)?,
@@ -88,7 +88,7 @@ fn scan_key(
             params![topic, position, upto, key, remaining],
         )?;
         if found.len() as i64 == remaining {
-            position = found.last().map_or(upto, StoredRow::seq);
+            position = found.last().map_or(upto, |row: &StoredRow| row.seq);
             rows.extend(found);
             break;
         }

@@ -14,7 +14,7 @@ use crate::writer::Command;
 impl SqliteStoragePort {
     /// Appends a draft and waits for its commit.
     pub(crate) async fn append_row(&self, draft: RecordDraft) -> Result<Appended> {
-        let row = PendingRow::encode(draft)?;
+        let row = PendingRow::encode(draft, crate::error::LABEL)?;
         let (reply, answer) = oneshot::channel();
         self.send(Command::Append { row, reply })?;
         answer.await.map_err(|_| writer_gone())?

@@ -5,7 +5,7 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::error::sqlite_error;
 use crate::port::SqliteStoragePort;
-use crate::row::{select_rows, StoredRow, RECORD_COLUMNS};
+use crate::row::{read_row, select_rows, RECORD_COLUMNS};
 
 impl SqliteStoragePort {
     /// The record with this event id, if stored.
@@ -21,7 +21,7 @@ impl SqliteStoragePort {
                     .prepare_cached(&sql)
                     .and_then(|mut statement| {
                         statement
-                            .query_row([&event_id], |row| Ok((StoredRow::read(row)?, row.get::<_, String>(7)?)))
+                            .query_row([&event_id], |row| Ok((read_row(row)?, row.get::<_, String>(7)?)))
                             .optional()
                     })
                     .map_err(|e| sqlite_error(&format!("find event {event_id:?}"), e))?;

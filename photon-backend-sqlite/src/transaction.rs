@@ -70,7 +70,7 @@ impl SqliteTransaction<'_> {
     /// [`PhotonError::InvalidInput`] for a timestamp SQLite cannot store,
     /// [`PhotonError::Storage`] when SQLite refuses the insert.
     pub fn publish(&self, draft: RecordDraft) -> Result<Appended> {
-        let row = PendingRow::encode(draft)?;
+        let row = PendingRow::encode(draft, crate::error::LABEL)?;
         let appended = append(&self.transaction, &row)?;
         self.published
             .borrow_mut()
@@ -103,7 +103,7 @@ pub fn publish_in_tx(connection: &Connection, draft: RecordDraft) -> Result<Appe
             draft.topic_name
         )));
     }
-    let row = PendingRow::encode(draft)?;
+    let row = PendingRow::encode(draft, crate::error::LABEL)?;
     append(connection, &row)
 }
 

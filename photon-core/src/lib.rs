@@ -23,6 +23,7 @@ pub mod mem;
 pub mod metrics;
 pub mod port;
 pub mod progress;
+pub mod row;
 pub mod shard;
 pub mod spans;
 pub mod store;
