@@ -40,6 +40,11 @@
 //!   clock.
 //! - **Schema**: created on open when missing (`CREATE ... IF NOT EXISTS`, serialized
 //!   between processes by an advisory lock).
+//! - **Transactions**: a transactional handler writes through the port's transaction and
+//!   the subscription's checkpoint advance commits in that same transaction, so its
+//!   effects in this database are applied exactly once; the outbox, `publish_in_tx`,
+//!   appends inside the caller's own transaction, visible (and notified) exactly when the
+//!   caller commits. Anything a handler does outside the database stays at-least-once.
 //!
 //! Configuration: [`PostgresStoragePortBuilder`] (its docs list every setting, variable
 //! and default), falling back to the `PHOTON_POSTGRES_*` variables in Photon's one
