@@ -19,7 +19,7 @@ use tokio_postgres::{AsyncMessage, Client};
 use crate::config::PostgresConfig;
 use crate::connection::connect;
 use crate::error::{describe, pg_error};
-use crate::topic::TopicHeads;
+use photon_core::wake::CommitWakers;
 
 /// The `NOTIFY` channel of a schema (a valid identifier: the schema name is checked).
 pub(crate) fn channel(schema: &str) -> String {
@@ -71,7 +71,7 @@ async fn listen(config: &PostgresConfig) -> Result<Listening> {
 /// When the first connection cannot be made.
 pub(crate) async fn start(
     config: PostgresConfig,
-    heads: Arc<TopicHeads>,
+    heads: Arc<CommitWakers>,
     stop: watch::Receiver<()>,
 ) -> Result<()> {
     let first = listen(&config).await?;
@@ -81,7 +81,7 @@ pub(crate) async fn start(
 
 async fn run(
     config: PostgresConfig,
-    heads: Arc<TopicHeads>,
+    heads: Arc<CommitWakers>,
     mut stop: watch::Receiver<()>,
     mut listening: Listening,
 ) {

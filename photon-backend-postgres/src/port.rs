@@ -15,9 +15,9 @@ use crate::checkpoint::Write;
 use crate::config::{PostgresConfig, PostgresStoragePortBuilder};
 use crate::error::{pool_error, writer_gone, LABEL};
 use crate::group::PostgresCoordination;
-use crate::topic::TopicHeads;
 use crate::writer::{Command, Writer};
 use crate::{connection, listen, retention, schema};
+use photon_core::wake::CommitWakers;
 
 /// Durable storage in one PostgreSQL schema, shareable by any number of processes.
 ///
@@ -45,7 +45,7 @@ pub(crate) struct Inner {
     config: PostgresConfig,
     pool: Pool,
     commands: mpsc::UnboundedSender<Command>,
-    heads: Arc<TopicHeads>,
+    heads: Arc<CommitWakers>,
     coordination: Arc<PostgresCoordination>,
     /// Dropped with the last clone: stops the listener and the retention task.
     _stop: watch::Sender<()>,
@@ -110,7 +110,7 @@ impl PostgresStoragePort {
             schema::migrate(&mut client, &config.schema).await?;
             connection::warn_unless_durable(&client).await;
         }
-        let heads = Arc::new(TopicHeads::default());
+        let heads = Arc::new(CommitWakers::default());
         let (stop, stopped) = watch::channel(());
         listen::start(config.clone(), Arc::clone(&heads), stopped.clone()).await?;
         let (commands, inbox) = mpsc::unbounded_channel();
@@ -163,7 +163,7 @@ impl PostgresStoragePort {
         Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
     }
 
-    pub(crate) fn heads(&self) -> &TopicHeads {
+    pub(crate) fn heads(&self) -> &CommitWakers {
         &self.inner.heads
     }
 

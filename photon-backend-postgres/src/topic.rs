@@ -4,10 +4,8 @@
 //! any process through the listener).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 
 use deadpool_postgres::Transaction;
-use tokio::sync::watch;
 
 /// A topic's row as the writer sees it inside a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,54 +80,4 @@ pub(crate) async fn store_last_seqs(
         .await?;
     transaction.execute(&update, &[&ids, &seqs]).await?;
     Ok(())
-}
-
-/// Watchers of commits per topic; live subscribers wait on them.
-#[derive(Debug, Default)]
-pub(crate) struct TopicHeads {
-    watchers: Mutex<HashMap<String, watch::Sender<u64>>>,
-}
-
-impl TopicHeads {
-    /// A receiver that changes whenever `topic` is committed to.
-    pub(crate) fn watch(&self, topic: &str) -> watch::Receiver<u64> {
-        let mut watchers = self.lock();
-        match watchers.get(topic) {
-            Some(sender) => sender.subscribe(),
-            None => {
-                let (sender, receiver) = watch::channel(0);
-                watchers.insert(topic.to_owned(), sender);
-                receiver
-            }
-        }
-    }
-
-    /// Wakes the subscribers of `topic`; forgets topics nobody watches any more.
-    pub(crate) fn committed(&self, topic: &str) {
-        let mut watchers = self.lock();
-        if let Some(sender) = watchers.get(topic) {
-            if sender.receiver_count() == 0 {
-                watchers.remove(topic);
-            } else {
-                sender.send_modify(|commits| *commits = commits.wrapping_add(1));
-            }
-        }
-    }
-
-    /// Wakes every subscriber: notifications may have been lost (the listener reconnected).
-    pub(crate) fn wake_all(&self) {
-        let mut watchers = self.lock();
-        watchers.retain(|_, sender| sender.receiver_count() > 0);
-        for sender in watchers.values() {
-            sender.send_modify(|commits| *commits = commits.wrapping_add(1));
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
-        // Only map inserts, removals and counter bumps happen under this lock: a panic
-        // cannot leave it torn.
-        self.watchers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
 }

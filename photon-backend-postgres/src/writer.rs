@@ -22,8 +22,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{shared_failure, BatchError};
 use crate::row::PendingRow;
-use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicHeads, TopicRow};
+use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicRow};
 use crate::{checkpoint, publish, retention};
+use photon_core::wake::CommitWakers;
 
 /// Attempts of one batch before its callers get the error.
 const ATTEMPTS: u32 = 4;
@@ -74,7 +75,7 @@ type Applied = (Vec<Outcome>, Vec<String>);
 
 pub(crate) struct Writer {
     pub(crate) pool: Pool,
-    pub(crate) heads: Arc<TopicHeads>,
+    pub(crate) heads: Arc<CommitWakers>,
     pub(crate) inbox: mpsc::UnboundedReceiver<Command>,
     pub(crate) max_batch: usize,
     /// The `NOTIFY` channel of the schema.

@@ -59,7 +59,7 @@ struct Cursor {
     key: Option<String>,
     position: Position,
     buffer: VecDeque<Result<Record>>,
-    head: watch::Receiver<i64>,
+    head: watch::Receiver<u64>,
     failed: bool,
 }
 

@@ -17,8 +17,8 @@ use crate::error::{writer_gone, LABEL};
 use crate::group::SqliteCoordination;
 use crate::reader::Readers;
 use crate::schema::open_writer;
-use crate::topic::TopicHeads;
 use crate::writer::{Command, Writer};
+use photon_core::wake::CommitWakers;
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///
@@ -46,7 +46,7 @@ pub struct SqliteStoragePort {
 pub(crate) struct Inner {
     config: SqliteConfig,
     commands: Sender<Command>,
-    heads: Arc<TopicHeads>,
+    heads: Arc<CommitWakers>,
     readers: Arc<Readers>,
     coordination: Arc<SqliteCoordination>,
 }
@@ -113,7 +113,7 @@ impl SqliteStoragePort {
         config.validate()?;
         let connection = open_writer(&config)?;
         let (commands, inbox) = std::sync::mpsc::channel();
-        let heads = Arc::new(TopicHeads::default());
+        let heads = Arc::new(CommitWakers::default());
         let writer = Writer::new(connection, config.clone(), Arc::clone(&heads), inbox);
         std::thread::Builder::new()
             .name("photon-sqlite-writer".into())
@@ -153,7 +153,7 @@ impl SqliteStoragePort {
         Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
     }
 
-    pub(crate) fn heads(&self) -> &TopicHeads {
+    pub(crate) fn heads(&self) -> &CommitWakers {
         &self.inner.heads
     }
 

@@ -2,11 +2,7 @@
 //! `topics` table, never one), each with a small id and its last assigned seq; and the
 //! in-process watchers that wake live subscribers when this port commits to a topic.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use rusqlite::{Connection, OptionalExtension};
-use tokio::sync::watch;
 
 /// A topic's row as the writer sees it inside a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,44 +55,4 @@ pub(crate) fn all_topics(connection: &Connection) -> rusqlite::Result<Vec<(i64, 
         connection.prepare_cached("SELECT topic_id, name FROM topics ORDER BY name")?;
     let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     rows.collect()
-}
-
-/// Watchers of the last seq this port committed per topic; live subscribers wait on them.
-#[derive(Debug, Default)]
-pub(crate) struct TopicHeads {
-    watchers: Mutex<HashMap<String, watch::Sender<i64>>>,
-}
-
-impl TopicHeads {
-    /// A receiver that changes whenever this port commits to `topic`.
-    pub(crate) fn watch(&self, topic: &str) -> watch::Receiver<i64> {
-        let mut watchers = self.lock();
-        match watchers.get(topic) {
-            Some(sender) => sender.subscribe(),
-            None => {
-                let (sender, receiver) = watch::channel(0);
-                watchers.insert(topic.to_owned(), sender);
-                receiver
-            }
-        }
-    }
-
-    /// Wakes the subscribers of `topic`; forgets topics nobody watches any more.
-    pub(crate) fn committed(&self, topic: &str, last_seq: i64) {
-        let mut watchers = self.lock();
-        if let Some(sender) = watchers.get(topic) {
-            if sender.receiver_count() == 0 {
-                watchers.remove(topic);
-            } else {
-                sender.send_replace(last_seq);
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<i64>>> {
-        // Only map inserts and removals happen under this lock: a panic cannot leave it torn.
-        self.watchers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
 }

@@ -9,7 +9,7 @@
 //! the writer wakes this port's live subscribers of every topic published to in it.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -27,8 +27,9 @@ use crate::error::{sqlite_error, writer_gone};
 use crate::port::SqliteStoragePort;
 use crate::publish;
 use crate::row::PendingRow;
-use crate::topic::{provision_topic, store_last_seq, TopicHeads};
+use crate::topic::{provision_topic, store_last_seq};
 use crate::writer::Command;
+use photon_core::wake::CommitWakers;
 
 /// A transaction on the port's write connection, handed to the closure of
 /// [`SqliteStoragePort::transaction`] and to transactional handlers.
@@ -38,8 +39,8 @@ use crate::writer::Command;
 /// and not at all when it rolls back.
 pub struct SqliteTransaction<'c> {
     transaction: rusqlite::Transaction<'c>,
-    /// The last seq published in this transaction, per topic: whom to wake after commit.
-    published: RefCell<HashMap<String, i64>>,
+    /// The topics published to in this transaction: whom to wake after commit.
+    published: RefCell<HashSet<String>>,
 }
 
 impl std::fmt::Debug for SqliteTransaction<'_> {
@@ -72,11 +73,7 @@ impl SqliteTransaction<'_> {
     pub fn publish(&self, draft: RecordDraft) -> Result<Appended> {
         let row = PendingRow::encode(draft, crate::error::LABEL)?;
         let appended = append(&self.transaction, &row)?;
-        self.published
-            .borrow_mut()
-            .entry(row.topic)
-            .and_modify(|seq| *seq = (*seq).max(appended.seq))
-            .or_insert(appended.seq);
+        self.published.borrow_mut().insert(row.topic);
         Ok(appended)
     }
 }
@@ -124,10 +121,10 @@ fn append(connection: &Connection, row: &PendingRow) -> Result<Appended> {
 pub(crate) struct TransactionWork(Box<WriterWork>);
 
 /// What the writer calls: its connection, and the watchers to wake after a commit.
-type WriterWork = dyn FnOnce(&mut Connection, &TopicHeads) + Send;
+type WriterWork = dyn FnOnce(&mut Connection, &CommitWakers) + Send;
 
 impl TransactionWork {
-    pub(crate) fn run(self, connection: &mut Connection, heads: &TopicHeads) {
+    pub(crate) fn run(self, connection: &mut Connection, heads: &CommitWakers) {
         (self.0)(connection, heads);
     }
 }
@@ -202,7 +199,7 @@ impl SqliteStoragePort {
 /// Runs `work` in a `BEGIN IMMEDIATE` transaction; commits on `Ok`, wakes subscribers.
 fn run<T>(
     connection: &mut Connection,
-    heads: &TopicHeads,
+    heads: &CommitWakers,
     work: impl FnOnce(&SqliteTransaction<'_>) -> Result<T>,
 ) -> Result<T> {
     let transaction = connection
@@ -222,8 +219,8 @@ fn run<T>(
     transaction
         .commit()
         .map_err(|e| sqlite_error("commit the transaction", e))?;
-    for (topic, seq) in published.into_inner() {
-        heads.committed(&topic, seq);
+    for topic in published.into_inner() {
+        heads.committed(&topic);
     }
     Ok(value)
 }

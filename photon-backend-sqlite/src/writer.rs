@@ -19,9 +19,10 @@ use tokio::sync::oneshot;
 use crate::config::SqliteConfig;
 use crate::error::{is_busy, shared_failure};
 use crate::row::PendingRow;
-use crate::topic::{find_topic, provision_topic, store_last_seq, TopicHeads, TopicRow};
+use crate::topic::{find_topic, provision_topic, store_last_seq, TopicRow};
 use crate::transaction::TransactionWork;
 use crate::{checkpoint, publish, retention};
+use photon_core::wake::CommitWakers;
 
 /// A write (or a read that must be ordered with writes) for the writer thread.
 #[derive(Debug)]
@@ -71,7 +72,7 @@ struct TouchedTopic {
 pub(crate) struct Writer {
     connection: Connection,
     config: SqliteConfig,
-    heads: Arc<TopicHeads>,
+    heads: Arc<CommitWakers>,
     inbox: Receiver<Command>,
     /// Size of the previous batch: how many callers are likely to send again.
     last_batch: usize,
@@ -81,7 +82,7 @@ impl Writer {
     pub(crate) fn new(
         connection: Connection,
         config: SqliteConfig,
-        heads: Arc<TopicHeads>,
+        heads: Arc<CommitWakers>,
         inbox: Receiver<Command>,
     ) -> Self {
         Self {
@@ -173,7 +174,7 @@ impl Writer {
             Ok((outcomes, touched)) => {
                 for (topic, state) in &touched {
                     if state.appended {
-                        self.heads.committed(topic, state.row.last_seq);
+                        self.heads.committed(topic);
                     }
                 }
                 for (command, outcome) in batch.into_iter().zip(outcomes) {

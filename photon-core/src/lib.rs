@@ -29,6 +29,7 @@ pub mod spans;
 pub mod store;
 pub mod topic;
 pub mod transaction;
+pub mod wake;
 pub mod wire;
 
 pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
