@@ -73,8 +73,9 @@ pub struct CheckpointCommitter {
     committing: tokio::sync::Mutex<()>,
 }
 
-/// Final commits of dropped committers still running, per checkpoint. Each is a receiver
-/// whose sender the commit task holds until the commit ended.
+/// Commits still running in the background, per checkpoint: final commits of dropped
+/// committers and periodic flushes. Each is a receiver whose sender the commit holds until
+/// it ended.
 static FINAL_COMMITS: LazyLock<Mutex<HashMap<CheckpointKey, Vec<watch::Receiver<()>>>>> =
     LazyLock::new(Mutex::default);
 
@@ -260,13 +261,7 @@ impl Drop for CheckpointCommitter {
         let port = self.port.clone();
         let key = self.key.clone();
         let metrics = self.metrics.clone();
-        let (done, receiver) = watch::channel(());
-        {
-            let mut registry = final_commits();
-            let running = registry.entry(key.clone()).or_default();
-            running.retain(|receiver| receiver.has_changed().is_ok());
-            running.push(receiver);
-        }
+        let running = RunningCommit::register(&mut final_commits(), key.clone());
         runtime.spawn(async move {
             for seq in pending.into_values() {
                 match port.commit_checkpoint(&key, seq).await {
@@ -277,28 +272,75 @@ impl Drop for CheckpointCommitter {
                     }
                 }
             }
-            drop(done);
-            let mut registry = final_commits();
-            if let Some(running) = registry.get_mut(&key) {
-                running.retain(|receiver| receiver.has_changed().is_ok());
-                if running.is_empty() {
-                    registry.remove(&key);
-                }
-            }
+            drop(running);
         });
     }
 }
 
 async fn flush_periodically(committer: Weak<CheckpointCommitter>, interval: Duration) {
-    let mut ticker = tokio::time::interval(interval);
+    // Nothing is acknowledged at creation: the first flush is one interval later.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let Some(committer) = committer.upgrade() else {
+        let Some((live, running)) = upgrade_registered(&committer) else {
             return;
         };
-        if let Err(err) = committer.flush().await {
-            tracing::warn!(checkpoint = ?committer.key, %err, "checkpoint flush failed; will retry");
+        if let Err(err) = live.flush().await {
+            tracing::warn!(checkpoint = ?live.key, %err, "checkpoint flush failed; will retry");
+        }
+        // If this was the last handle, its drop registers its own final commit first.
+        drop(live);
+        drop(running);
+    }
+}
+
+/// Takes a handle on a live committer for a background flush, and registers that flush as
+/// a commit [`CheckpointCommitter::settled`] waits for.
+///
+/// Both happen under the registry lock: a subscription dropped while this flush holds the
+/// last handle does not commit on drop (this flush does), and a reopen that looks at the
+/// registry after that drop finds this flush there and waits for it.
+fn upgrade_registered(
+    committer: &Weak<CheckpointCommitter>,
+) -> Option<(Arc<CheckpointCommitter>, RunningCommit)> {
+    let mut registry = final_commits();
+    let committer = committer.upgrade()?;
+    let running = RunningCommit::register(&mut registry, committer.key.clone());
+    Some((committer, running))
+}
+
+/// A commit that [`CheckpointCommitter::settled`] waits for, registered until dropped.
+struct RunningCommit {
+    key: CheckpointKey,
+    done: Option<watch::Sender<()>>,
+}
+
+impl RunningCommit {
+    fn register(
+        registry: &mut HashMap<CheckpointKey, Vec<watch::Receiver<()>>>,
+        key: CheckpointKey,
+    ) -> Self {
+        let (done, receiver) = watch::channel(());
+        let running = registry.entry(key.clone()).or_default();
+        running.retain(|receiver| receiver.has_changed().is_ok());
+        running.push(receiver);
+        Self {
+            key,
+            done: Some(done),
+        }
+    }
+}
+
+impl Drop for RunningCommit {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        let mut registry = final_commits();
+        if let Some(running) = registry.get_mut(&self.key) {
+            running.retain(|receiver| receiver.has_changed().is_ok());
+            if running.is_empty() {
+                registry.remove(&self.key);
+            }
         }
     }
 }

@@ -284,6 +284,43 @@ async fn flush_waits_for_the_periodic_commit_in_flight() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reopen_during_a_periodic_commit_waits_for_it() {
+    for backend in BACKENDS {
+        let store = TestStore::new(backend).await;
+        let mut hooked = HookedPort::new(store.port.clone());
+        hooked.commit_delay = Duration::from_millis(300);
+        let policy = FlushPolicy {
+            interval: Duration::from_millis(20),
+            max_pending: u32::MAX,
+        };
+        let photon = photon_on(Arc::new(hooked), policy);
+        let seqs = publish(&photon, "orders", 20).await;
+        let mut sub = photon.durable("billing", "orders", None);
+        for event in take(&mut sub, 10).await {
+            sub.ack(&ok(event)).await.unwrap();
+        }
+        // The periodic flush took the acknowledgements and holds the committer in its slow
+        // commit when the subscription goes: the reopen must wait for that commit.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        drop(sub);
+        let mut again = photon.durable("billing", "orders", None);
+        let rest: Vec<i64> = take(&mut again, 10)
+            .await
+            .into_iter()
+            .map(|e| ok(e).seq)
+            .collect();
+        assert_eq!(rest, seqs[10..].to_vec(), "{backend:?}: nothing repeated");
+        let key = CheckpointKey::new("billing", "orders", None);
+        assert_eq!(
+            store.port.load_checkpoint(&key).await.unwrap(),
+            Some(seqs[9]),
+            "{backend:?}"
+        );
+        photon.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reopen_right_after_a_drop_and_shutdown_see_every_acknowledgement() {
     for backend in BACKENDS {
         let store = TestStore::new(backend).await;
