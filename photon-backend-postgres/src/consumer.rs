@@ -1,9 +1,10 @@
 //! Subscriptions: replay in bounded pages, then wait for the next commit.
 //!
-//! A cursor reads at most `page_size` records per query on a pooled connection and keeps
-//! only that page in memory. When it has caught up it waits for a commit to its topic:
-//! this port's writer wakes it at once, other processes' commits through the listener's
-//! `NOTIFY` (see `listen.rs`); without either it reads again every `recheck_interval`.
+//! The cursor is `photon_core::cursor`'s: it reads at most `page_size` records per query
+//! on a pooled connection and keeps only that page in memory. When it has caught up it
+//! waits for a commit to its topic: this port's writer wakes it at once, other processes'
+//! commits through the listener's `NOTIFY` (see `listen.rs`); without either it reads
+//! again every `recheck_interval`.
 //!
 //! `StartAt::Tail` starts after the topic's last seq as this port's writer task sees it
 //! when it handles the request, in order with this port's appends: an append of this port
@@ -14,83 +15,58 @@
 //! A cursor whose next seq was deleted (retention, `truncate_before`) yields one
 //! [`photon_core::PhotonError::Gap`] naming the deleted range, then continues at the first
 //! stored record (see `gap.rs`).
-//!
-//! Cancel safety: dropping a `next()` future loses nothing (a page being read is read
-//! again by the next call); dropping the stream releases its watcher.
 
-use std::collections::VecDeque;
 use std::sync::Weak;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use deadpool_postgres::Pool;
-use futures::stream;
-use photon_core::{PhotonError, Record, RecordStream, Result, StartAt, SubscribeRequest};
-use tokio::sync::{oneshot, watch};
+use photon_core::cursor::{
+    answered, paged_subscription, CursorStart, CursorTiming, PageRead, PageSource,
+};
+use photon_core::{PhotonError, RecordStream, Result, StartAt, SubscribeRequest};
+use tokio::sync::oneshot;
 
 use crate::error::{pg_error, pool_error, writer_gone};
 use crate::gap;
-use crate::page::{self, Page};
+use crate::page;
 use crate::port::{Inner, PostgresStoragePort};
 use crate::writer::Command;
 
 /// Pause after a failed read before the next one.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
 
-/// Where the cursor stands.
-enum Position {
-    /// Waiting for the writer to tell the topic's head (a tail subscription).
-    Resolving(oneshot::Receiver<Result<i64>>),
-    /// Every record with a seq up to this one was read.
-    After(i64),
-}
-
-/// What one read found.
-enum Read {
-    /// Records `from..to` were deleted before the cursor read them.
-    Gap { from: i64, to: i64 },
-    /// The next page.
-    Page(Page),
-}
-
-struct Cursor {
+/// One subscription's reads.
+struct Source {
     /// Only to ask for a tail position again; the cursor does not keep the port alive.
     port: Weak<Inner>,
     pool: Pool,
-    recheck_interval: Duration,
     page_size: usize,
     topic: String,
     key: Option<String>,
-    position: Position,
-    buffer: VecDeque<Result<Record>>,
-    head: watch::Receiver<u64>,
-    failed: bool,
 }
 
 impl PostgresStoragePort {
     pub(crate) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
         // Watch before resolving the start, so that no commit after it goes unnoticed.
-        let head = self.heads().watch(&request.topic);
-        let position = match request.start {
-            StartAt::Beginning => Position::After(0),
-            StartAt::AfterSeq(seq) => Position::After(seq),
-            StartAt::Tail => Position::Resolving(self.request_tail(&request.topic)),
+        let commits = self.heads().watch(&request.topic);
+        let start = match request.start {
+            StartAt::Beginning => CursorStart::After(0),
+            StartAt::AfterSeq(seq) => CursorStart::After(seq),
+            StartAt::Tail => CursorStart::Resolving(self.request_tail(&request.topic)),
         };
-        let cursor = Cursor {
+        let source = Source {
             port: self.downgrade(),
             pool: self.pool().clone(),
-            recheck_interval: self.config().recheck_interval,
             page_size: self.config().page_size,
-            topic: request.topic,
+            topic: request.topic.clone(),
             key: request.key,
-            position,
-            buffer: VecDeque::new(),
-            head,
-            failed: false,
         };
-        Box::pin(stream::unfold(cursor, |mut cursor| async move {
-            let item = cursor.next().await;
-            Some((item, cursor))
-        }))
+        let timing = CursorTiming {
+            recheck: self.config().recheck_interval,
+            retry_pause: RETRY_PAUSE,
+        };
+        paged_subscription(source, request.topic, start, commits, timing)
     }
 
     /// Asks the writer for the topic's head once every write sent before is committed.
@@ -100,106 +76,45 @@ impl PostgresStoragePort {
             topic: topic.to_owned(),
             reply,
         }) {
-            let (reply, answer) = oneshot::channel();
-            let _ = reply.send(Err(error));
-            return answer;
+            return answered(Err(error));
         }
         answer
     }
 }
 
-impl Cursor {
-    async fn next(&mut self) -> Result<Record> {
-        loop {
-            if let Some(item) = self.buffer.pop_front() {
-                return item;
-            }
-            if std::mem::take(&mut self.failed) {
-                tokio::time::sleep(RETRY_PAUSE).await;
-            }
-            let after = match &mut self.position {
-                Position::After(seq) => *seq,
-                Position::Resolving(answer) => match answer.await {
-                    Ok(Ok(seq)) => {
-                        self.position = Position::After(seq);
-                        seq
-                    }
-                    Ok(Err(error)) => return self.retry_tail(error),
-                    Err(_) => return self.retry_tail(writer_gone()),
-                },
-            };
-            // Mark the head seen before reading, so a commit after the read wakes us.
-            self.head.borrow_and_update();
-            match self.read(after).await {
-                Ok(Read::Gap { from, to }) => {
-                    self.position = Position::After(to - 1);
-                    return Err(PhotonError::Gap {
-                        topic: self.topic.clone(),
-                        from,
-                        to,
-                    });
-                }
-                Ok(Read::Page(page)) if page.records.is_empty() && page.position == after => {
-                    self.wait_for_commit().await;
-                }
-                Ok(Read::Page(page)) => {
-                    self.position = Position::After(page.position);
-                    self.buffer.extend(page.records);
-                }
-                Err(error) => {
-                    self.failed = true;
-                    return Err(error);
-                }
-            }
-        }
-    }
-
-    fn retry_tail(&mut self, error: PhotonError) -> Result<Record> {
-        let answer = match PostgresStoragePort::upgrade(&self.port) {
-            Some(port) => port.request_tail(&self.topic),
-            None => {
-                let (reply, answer) = oneshot::channel();
-                let _ = reply.send(Err(writer_gone()));
-                answer
-            }
-        };
-        self.position = Position::Resolving(answer);
-        self.failed = true;
-        Err(error)
-    }
-
-    async fn wait_for_commit(&mut self) {
-        let recheck = self.recheck_interval;
-        tokio::select! {
-            changed = self.head.changed() => {
-                if changed.is_err() {
-                    tokio::time::sleep(recheck).await;
-                }
-            }
-            () = tokio::time::sleep(recheck) => {}
-        }
-    }
-
+#[async_trait]
+impl PageSource for Source {
     /// The next page after `after`, or the gap in front of it (one pooled connection).
     ///
     /// Seqs are dense, so a whole-topic page starting right after `after` has no gap in
     /// front of it; only other pages cost a second query to look for one.
-    async fn read(&self, after: i64) -> Result<Read> {
+    async fn read(&self, after: i64) -> Result<PageRead> {
         let what = format!("read topic {:?}", self.topic);
         let client = self.pool.get().await.map_err(|e| pool_error(&what, e))?;
         let key = self.key.as_deref();
-        let page = page::read_page(&client, &self.topic, key, after, self.page_size)
+        let (page, first) = page::read_page(&client, &self.topic, key, after, self.page_size)
             .await
             .map_err(|e| pg_error(&what, e))?;
-        if key.is_none() && page.first == Some(after + 1) {
-            return Ok(Read::Page(page));
+        if key.is_none() && first == Some(after + 1) {
+            return Ok(PageRead::Page(page));
         }
         match gap::find_gap(&client, &self.topic, after)
             .await
             .map_err(|e| pg_error(&what, e))?
         {
-            Some((from, to)) => Ok(Read::Gap { from, to }),
-            None => Ok(Read::Page(page)),
+            Some((from, to)) => Ok(PageRead::Gap { from, to }),
+            None => Ok(PageRead::Page(page)),
         }
+    }
+
+    fn request_tail(&self) -> oneshot::Receiver<Result<i64>> {
+        match PostgresStoragePort::upgrade(&self.port) {
+            Some(port) => port.request_tail(&self.topic),
+            None => answered(Err(writer_gone())),
+        }
+    }
+
+    fn writer_gone(&self) -> PhotonError {
+        writer_gone()
     }
 }

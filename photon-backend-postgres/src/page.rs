@@ -3,28 +3,19 @@
 //! keyed subscription.
 
 use deadpool_postgres::Client;
-use photon_core::{Record, Result};
+use photon_core::cursor::Page;
 
 use crate::row::{decode_rows, RECORD_COLUMNS};
 
-/// What one read found.
-pub(crate) struct Page {
-    /// Decoded records, in seq order (a record that cannot be decoded is an error item).
-    pub(crate) records: Vec<Result<Record>>,
-    /// Every record of the subscription up to this seq has been read.
-    pub(crate) position: i64,
-    /// The seq of the first record read, if any.
-    pub(crate) first: Option<i64>,
-}
-
-/// Reads up to `limit` records of `topic` (and `key`) with `seq > after`.
+/// Reads up to `limit` records of `topic` (and `key`) with `seq > after`; with the seq of
+/// the first record read, if any.
 pub(crate) async fn read_page(
     client: &Client,
     topic: &str,
     key: Option<&str>,
     after: i64,
     limit: usize,
-) -> std::result::Result<Page, tokio_postgres::Error> {
+) -> std::result::Result<(Page, Option<i64>), tokio_postgres::Error> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let topic_id = "(SELECT topic_id FROM topics WHERE name = $1)";
     let rows = match key {
@@ -54,9 +45,9 @@ pub(crate) async fn read_page(
         None => after,
     };
     let first = rows.first().map(|row| row.try_get(0)).transpose()?;
-    Ok(Page {
+    let page = Page {
         records: decode_rows(&rows, topic)?,
         position,
-        first,
-    })
+    };
+    Ok((page, first))
 }

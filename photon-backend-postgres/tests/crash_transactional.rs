@@ -1,9 +1,6 @@
-//! Exactly-once effects through PostgreSQL transactions: a consumer process running a
-//! transactional handler (one row per event into a table of the test schema, committed
-//! with the checkpoint advance) is killed with SIGKILL at 24 random points while a
-//! publisher process publishes 4,000 keyed events. At the end the table holds exactly one
-//! row per stored event of the topic: none missing, none twice. The table has no unique
-//! constraint, so a repeat would show as a second row.
+//! Exactly-once effects through PostgreSQL transactions: photon-testkit's transactional
+//! kill test (24 SIGKILLs of the consumer, 4,000 keyed events, exactly one row per event at
+//! the end), with the user's table in the test schema beside the events.
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
 //! [`ROLE_ENV`] = `<role>|<schema>|<log>`, on the server of `common::url`; the publisher is
@@ -14,13 +11,14 @@ mod common;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use photon_backend_postgres::{transactional_handler, PostgresStoragePort};
 use photon_core::{EventStore, PhotonError, TransportCrypto};
 use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, read_acked, spawn_role, CrashPlan};
-use photon_testkit::process::{Random, Spawned};
+use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
+use photon_testkit::process::Spawned;
+use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
 
 use common::PgFactory;
 
@@ -77,7 +75,7 @@ async fn consume(schema: &str) {
     let _executor = photon
         .executor()
         .transactional_handler(
-            HandlerOptions::new("tx-consumer", TOPIC),
+            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
             Arc::new(port),
             handler,
         )
@@ -124,44 +122,84 @@ fn start(role: &str, schema: &str, log: &Path) -> Spawned {
     ))
 }
 
-async fn count(client: &tokio_postgres::Client, sql: &str) -> i64 {
-    client
-        .query_opt(sql, &[])
-        .await
-        .unwrap()
-        .and_then(|row| row.get::<_, Option<i64>>(0))
-        .unwrap_or(0)
+/// The test's view of the schema.
+struct Table {
+    client: tokio_postgres::Client,
+    schema: String,
 }
 
-/// The topic's stored event ids.
-async fn stored_events(client: &tokio_postgres::Client, schema: &str) -> HashSet<String> {
-    client
-        .query(
-            &format!(
-                "SELECT event_id FROM {schema}.events WHERE topic_id = \
-                 (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
-            ),
-            &[&TOPIC],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
+impl Table {
+    async fn count(&self, sql: &str) -> i64 {
+        self.client
+            .query_opt(sql, &[])
+            .await
+            .unwrap()
+            .and_then(|row| row.get::<_, Option<i64>>(0))
+            .unwrap_or(0)
+    }
 }
 
-/// Rows per event id in the handler's table.
-async fn rows_per_event(client: &tokio_postgres::Client, schema: &str) -> BTreeMap<String, i64> {
-    client
-        .query(
-            &format!("SELECT event_id, count(*) FROM {schema}.handled_rows GROUP BY event_id"),
-            &[],
-        )
+#[async_trait::async_trait]
+impl HandledTable for Table {
+    async fn rows(&self) -> i64 {
+        let schema = &self.schema;
+        self.count(&format!("SELECT count(*) FROM {schema}.handled_rows"))
+            .await
+    }
+
+    async fn stored_events(&self) -> HashSet<String> {
+        let schema = &self.schema;
+        self.client
+            .query(
+                &format!(
+                    "SELECT event_id FROM {schema}.events WHERE topic_id = \
+                     (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
+                ),
+                &[&TOPIC],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    }
+
+    async fn rows_per_event(&self) -> BTreeMap<String, i64> {
+        let schema = &self.schema;
+        self.client
+            .query(
+                &format!("SELECT event_id, count(*) FROM {schema}.handled_rows GROUP BY event_id"),
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect()
+    }
+
+    async fn writers(&self) -> i64 {
+        let schema = &self.schema;
+        self.count(&format!(
+            "SELECT count(DISTINCT pid) FROM {schema}.handled_rows"
+        ))
         .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect()
+    }
+
+    async fn checkpoint_and_head(&self) -> (i64, i64) {
+        let schema = &self.schema;
+        let checkpoint = self
+            .count(&format!(
+                "SELECT seq FROM {schema}.checkpoints WHERE subscription = '{TX_SUBSCRIPTION}'"
+            ))
+            .await;
+        let head = self
+            .count(&format!(
+                "SELECT last_seq FROM {schema}.topics WHERE name = '{TOPIC}'"
+            ))
+            .await;
+        (checkpoint, head)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,90 +219,15 @@ async fn transactional_consumer_killed_at_random_points() {
         .await
         .unwrap();
     let directory = tempfile::tempdir().unwrap();
-    let published_log = directory.path().join("published.log");
-    let consumer_log = directory.path().join("consumer.log");
-    let all_rows = format!("SELECT count(*) FROM {schema}.handled_rows");
-
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-        | 1;
-    println!("transactional crash test seed {seed}");
-    let mut random = Random::new(seed);
-    let started = Instant::now();
-    let mut publisher = start("publish", &schema, &published_log);
-    let mut consumer = start("consume", &schema, &consumer_log);
-    let mut rows_at_kills = Vec::with_capacity(KILLS);
-    for _ in 0..KILLS {
-        tokio::time::sleep(Duration::from_millis(100 + random.below(500))).await;
-        consumer.kill();
-        rows_at_kills.push(count(&client, &all_rows).await);
-        consumer = start("consume", &schema, &consumer_log);
-    }
-    let acked_during_kills = read_acked(&published_log).len();
-    println!(
-        "kill phase {:?}: {acked_during_kills} acknowledged, rows at each kill {rows_at_kills:?}",
-        started.elapsed()
-    );
-    assert!(
-        acked_during_kills < EVENTS,
-        "publishing ended before the last kill: raise EVENTS or the publish pause"
-    );
-
-    let deadline = Instant::now() + DRAIN_DEADLINE;
-    loop {
-        let acked = read_acked(&published_log).len();
-        let rows = count(&client, &all_rows).await;
-        if acked == EVENTS && rows >= EVENTS as i64 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deadline passed: {acked} of {EVENTS} acknowledged, {rows} rows"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // Anything still in flight would add a row now: give it the time to show.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    consumer.kill();
-    publisher.kill();
-
-    let acked = read_acked(&published_log);
-    let acked_ids: HashSet<String> = acked.iter().map(|a| a.event_id.clone()).collect();
-    assert_eq!(acked.len(), EVENTS);
-    assert_eq!(acked_ids.len(), EVENTS);
-    let stored = stored_events(&client, &schema).await;
-    // The publisher is never killed, so every stored event was acknowledged.
-    assert_eq!(stored, acked_ids);
-    let rows = rows_per_event(&client, &schema).await;
-    let missing = stored.iter().filter(|id| !rows.contains_key(*id)).count();
-    let duplicated = rows.values().filter(|&&n| n > 1).count();
-    let foreign = rows.keys().filter(|id| !stored.contains(*id)).count();
-    let workers = count(
-        &client,
-        &format!("SELECT count(DISTINCT pid) FROM {schema}.handled_rows"),
+    let table = Table {
+        client,
+        schema: schema.clone(),
+    };
+    run_transactional_crash(
+        &plan(),
+        &table,
+        |role, log| start(role, &schema, log),
+        directory.path(),
     )
     .await;
-    println!(
-        "{} events, {} rows, {missing} missing, {duplicated} duplicated, {workers} consumer processes wrote rows, {:?} in all",
-        stored.len(),
-        rows.values().sum::<i64>(),
-        started.elapsed()
-    );
-    assert_eq!((missing, duplicated, foreign), (0, 0, 0));
-    assert_eq!(rows.len(), EVENTS);
-    assert_eq!(count(&client, &all_rows).await, EVENTS as i64);
-    // The checkpoint is the topic's last seq: everything handled committed its advance.
-    assert_eq!(
-        count(
-            &client,
-            &format!("SELECT seq FROM {schema}.checkpoints WHERE subscription = 'tx-consumer'")
-        )
-        .await,
-        count(
-            &client,
-            &format!("SELECT last_seq FROM {schema}.topics WHERE name = 'crash.tx'")
-        )
-        .await
-    );
 }

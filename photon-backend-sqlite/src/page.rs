@@ -7,7 +7,8 @@
 //! the topic's other records once, in bounded steps, and remembers how far it scanned, so
 //! a rare key costs one pass over new records, never a rescan.
 
-use photon_core::{Record, Result};
+use photon_core::cursor::Page;
+use photon_core::Result;
 use rusqlite::{params, Connection};
 
 use crate::error::sqlite_error;
@@ -17,14 +18,6 @@ use crate::row::{select_rows, StoredRow, RECORD_COLUMNS};
 const SCAN_WINDOW: i64 = 4096;
 /// Windows examined per page read before handing back what was found.
 const MAX_WINDOWS: usize = 16;
-
-/// What one read found.
-pub(crate) struct Page {
-    /// Decoded records, in seq order (a record that cannot be decoded is an error item).
-    pub(crate) records: Vec<Result<Record>>,
-    /// Every record of the subscription up to this seq has been read.
-    pub(crate) position: i64,
-}
 
 /// Reads up to `limit` records of `topic` (and `key`) with `seq > after`.
 pub(crate) fn read_page(

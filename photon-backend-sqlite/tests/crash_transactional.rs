@@ -1,25 +1,23 @@
-//! Exactly-once effects through SQLite transactions: a consumer process running a
-//! transactional handler (one row per event into a table of the same file, committed with
-//! the checkpoint advance) is killed with SIGKILL at 24 random points while a publisher
-//! process publishes 4,000 keyed events. At the end the table holds exactly one row per
-//! stored event of the topic: none missing, none twice. The table has no unique
-//! constraint, so a repeat would show as a second row.
+//! Exactly-once effects through SQLite transactions: photon-testkit's transactional kill
+//! test (24 SIGKILLs of the consumer, 4,000 keyed events, exactly one row per event at the
+//! end), with the user's table in the same file as the events.
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
 //! [`ROLE_ENV`] = `<role>|<db>|<log>`; the publisher is photon-testkit's crash publisher
 //! (fsynced log of acknowledged publishes).
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use photon_backend_sqlite::rusqlite::Connection;
 use photon_backend_sqlite::{sqlite_error, transactional_handler, SqliteStoragePort, Synchronous};
 use photon_core::{EventStore, TransportCrypto};
 use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, read_acked, spawn_role, CrashPlan};
-use photon_testkit::process::{Random, Spawned};
+use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
+use photon_testkit::process::Spawned;
+use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_TX_CRASH_ROLE";
 const TOPIC: &str = "crash.tx";
@@ -72,7 +70,7 @@ async fn consume(db: &Path) {
     let _executor = photon
         .executor()
         .transactional_handler(
-            HandlerOptions::new("tx-consumer", TOPIC),
+            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
             Arc::new(port),
             handler,
         )
@@ -119,50 +117,75 @@ fn start(role: &str, db: &Path, log: &Path) -> Spawned {
     ))
 }
 
-fn count(db: &Path, sql: &str) -> i64 {
-    Connection::open(db)
-        .unwrap()
-        .query_row(sql, [], |row| row.get(0))
-        .unwrap_or(0)
+/// The test's view of the file.
+struct Table {
+    db: PathBuf,
 }
 
-/// The topic's stored event ids.
-fn stored_events(db: &Path) -> HashSet<String> {
-    let connection = Connection::open(db).unwrap();
-    let mut statement = connection
-        .prepare(
-            "SELECT event_id FROM events WHERE topic_id = \
-             (SELECT topic_id FROM topics WHERE name = ?1)",
+impl Table {
+    fn count(&self, sql: &str) -> i64 {
+        Connection::open(&self.db)
+            .unwrap()
+            .query_row(sql, [], |row| row.get(0))
+            .unwrap_or(0)
+    }
+}
+
+#[async_trait::async_trait]
+impl HandledTable for Table {
+    async fn rows(&self) -> i64 {
+        self.count("SELECT count(*) FROM handled_rows")
+    }
+
+    async fn stored_events(&self) -> HashSet<String> {
+        let connection = Connection::open(&self.db).unwrap();
+        let mut statement = connection
+            .prepare(
+                "SELECT event_id FROM events WHERE topic_id = \
+                 (SELECT topic_id FROM topics WHERE name = ?1)",
+            )
+            .unwrap();
+        let ids = statement
+            .query_map([TOPIC], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        ids
+    }
+
+    async fn rows_per_event(&self) -> BTreeMap<String, i64> {
+        let connection = Connection::open(&self.db).unwrap();
+        let mut statement = connection
+            .prepare("SELECT event_id, count(*) FROM handled_rows GROUP BY event_id")
+            .unwrap();
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows
+    }
+
+    async fn writers(&self) -> i64 {
+        self.count("SELECT count(DISTINCT pid) FROM handled_rows")
+    }
+
+    async fn checkpoint_and_head(&self) -> (i64, i64) {
+        (
+            self.count(&format!(
+                "SELECT seq FROM checkpoints WHERE subscription = '{TX_SUBSCRIPTION}'"
+            )),
+            self.count(&format!(
+                "SELECT last_seq FROM topics WHERE name = '{TOPIC}'"
+            )),
         )
-        .unwrap();
-    let ids = statement
-        .query_map([TOPIC], |row| row.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    ids
-}
-
-/// Rows per event id in the handler's table.
-fn rows_per_event(db: &Path) -> BTreeMap<String, i64> {
-    let connection = Connection::open(db).unwrap();
-    let mut statement = connection
-        .prepare("SELECT event_id, count(*) FROM handled_rows GROUP BY event_id")
-        .unwrap();
-    let rows = statement
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    rows
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactional_consumer_killed_at_random_points() {
     let directory = tempfile::tempdir().unwrap();
     let db = directory.path().join("tx-crash.db");
-    let published_log = directory.path().join("published.log");
-    let consumer_log = directory.path().join("consumer.log");
     // The user's table, in the same file, before any child opens it.
     drop(open_port(&db));
     Connection::open(&db)
@@ -172,81 +195,12 @@ async fn transactional_consumer_killed_at_random_points() {
              pid INTEGER NOT NULL)",
         )
         .unwrap();
-
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-        | 1;
-    println!("transactional crash test seed {seed}");
-    let mut random = Random::new(seed);
-    let started = Instant::now();
-    let mut publisher = start("publish", &db, &published_log);
-    let mut consumer = start("consume", &db, &consumer_log);
-    let mut rows_at_kills = Vec::with_capacity(KILLS);
-    for _ in 0..KILLS {
-        tokio::time::sleep(Duration::from_millis(100 + random.below(500))).await;
-        consumer.kill();
-        rows_at_kills.push(count(&db, "SELECT count(*) FROM handled_rows"));
-        consumer = start("consume", &db, &consumer_log);
-    }
-    let acked_during_kills = read_acked(&published_log).len();
-    println!(
-        "kill phase {:?}: {acked_during_kills} acknowledged, rows at each kill {rows_at_kills:?}",
-        started.elapsed()
-    );
-    assert!(
-        acked_during_kills < EVENTS,
-        "publishing ended before the last kill: raise EVENTS or the publish pause"
-    );
-
-    let deadline = Instant::now() + DRAIN_DEADLINE;
-    loop {
-        let acked = read_acked(&published_log).len();
-        let rows = count(&db, "SELECT count(*) FROM handled_rows");
-        if acked == EVENTS && rows >= EVENTS as i64 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deadline passed: {acked} of {EVENTS} acknowledged, {rows} rows"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // Anything still in flight would add a row now: give it the time to show.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    consumer.kill();
-    publisher.kill();
-
-    let acked = read_acked(&published_log);
-    let acked_ids: HashSet<String> = acked.iter().map(|a| a.event_id.clone()).collect();
-    assert_eq!(acked.len(), EVENTS);
-    assert_eq!(acked_ids.len(), EVENTS);
-    let stored = stored_events(&db);
-    // The publisher is never killed, so every stored event was acknowledged.
-    assert_eq!(stored, acked_ids);
-    let rows = rows_per_event(&db);
-    let missing = stored.iter().filter(|id| !rows.contains_key(*id)).count();
-    let duplicated = rows.values().filter(|&&n| n > 1).count();
-    let foreign = rows.keys().filter(|id| !stored.contains(*id)).count();
-    let workers = count(&db, "SELECT count(DISTINCT pid) FROM handled_rows");
-    println!(
-        "{} events, {} rows, {missing} missing, {duplicated} duplicated, {workers} consumer processes wrote rows, {:?} in all",
-        stored.len(),
-        rows.values().sum::<i64>(),
-        started.elapsed()
-    );
-    assert_eq!((missing, duplicated, foreign), (0, 0, 0));
-    assert_eq!(rows.len(), EVENTS);
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM handled_rows"),
-        EVENTS as i64
-    );
-    // The checkpoint is the topic's last seq: everything handled committed its advance.
-    assert_eq!(
-        count(
-            &db,
-            "SELECT seq FROM checkpoints WHERE subscription = 'tx-consumer'"
-        ),
-        count(&db, "SELECT last_seq FROM topics WHERE name = 'crash.tx'")
-    );
+    let table = Table { db: db.clone() };
+    run_transactional_crash(
+        &plan(),
+        &table,
+        |role, log| start(role, &db, log),
+        directory.path(),
+    )
+    .await;
 }

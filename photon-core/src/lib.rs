@@ -15,6 +15,7 @@ pub mod capabilities;
 pub mod checkpoint;
 pub mod config;
 pub mod crypto;
+pub mod cursor;
 pub mod error;
 pub mod event;
 pub mod group;

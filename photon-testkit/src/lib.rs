@@ -22,6 +22,7 @@ pub mod group_processes;
 pub mod group_restart;
 pub mod process;
 pub mod scenarios;
+pub mod transactional_crash;
 
 pub use capability::Capability;
 pub use context::{

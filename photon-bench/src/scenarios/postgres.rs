@@ -1,11 +1,14 @@
 //! The PostgreSQL port beside raw `tokio-postgres`, in a fresh schema of the server
 //! `PHOTON_POSTGRES_URL` (the port's default otherwise), dropped afterwards.
 //!
-//! The raw side does the same work without Photon: the same JSON payloads into one table
-//! keyed by `(topic, seq)`, in transactions of 4,096 rows from one connection, each one
-//! `INSERT ... SELECT FROM unnest(...)` (its ceiling: no per-publish acknowledgement),
-//! read back by a second connection in pages of 512. Both sides commit with the server's
-//! `synchronous_commit` (on by default: each commit waits for the WAL flush).
+//! The raw side does the same work without Photon, under the same contract: the same
+//! `options.publishers` tasks each insert their events one at a time and await each
+//! insert's commit (its acknowledgement) before the next, over as many connections as the
+//! port's pool holds (tasks sharing a connection pipeline their inserts on it), into one
+//! table keyed by `(topic, seq)`; a second connection reads them back in pages of 512. Both
+//! sides commit with the server's `synchronous_commit` (on by default: each commit waits
+//! for the WAL flush). The raw side allocates no seqs (the event's index is its seq), so it
+//! does less than the port, which numbers each topic without gaps.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +22,6 @@ use crate::latency::Latencies;
 use crate::measure::{per_second, BenchOptions};
 use crate::report::AdapterFigures;
 
-const RAW_BATCH: usize = 4096;
 const RAW_PAGE: i64 = 512;
 
 /// Runs the postgres scenario.
@@ -28,9 +30,9 @@ const RAW_PAGE: i64 = 512;
 /// [`PhotonError::Unavailable`] when the server cannot be reached; publish and read errors.
 pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
     let schema = fresh_schema("bench");
-    let url = PostgresConfig::from_env()?.url;
-    let admin = connect(&url, &schema).await?;
-    let measured = measure(&url, &schema, options).await;
+    let config = PostgresConfig::from_env()?;
+    let admin = connect(&config.url, &schema).await?;
+    let measured = measure(&config, &schema, options).await;
     let dropped = admin
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         .await
@@ -41,16 +43,22 @@ pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
     Ok(figures)
 }
 
-async fn measure(url: &str, schema: &str, options: &BenchOptions) -> Result<AdapterFigures> {
+async fn measure(
+    config: &PostgresConfig,
+    schema: &str,
+    options: &BenchOptions,
+) -> Result<AdapterFigures> {
     let port = PostgresStoragePort::builder()
-        .url(url)
+        .url(&config.url)
         .schema(schema)
+        .pool_size(config.pool_size)
         .build()
         .await?;
     let photon = PhotonSide::new(Arc::new(port), "bench")?;
     let raw = RawPostgres {
-        url: url.to_owned(),
+        url: config.url.clone(),
         schema: schema.to_owned(),
+        connections: config.pool_size.max(1),
     };
     raw.create_table().await?;
     compare("postgres", &photon, &raw, options).await
@@ -94,11 +102,22 @@ pub(crate) async fn connect(url: &str, schema: &str) -> Result<Client> {
 struct RawPostgres {
     url: String,
     schema: String,
+    /// Connections the publishers share, as many as the port's pool.
+    connections: usize,
 }
 
 impl RawPostgres {
     async fn connect(&self) -> Result<Client> {
         connect(&self.url, &self.schema).await
+    }
+
+    /// The publishers' connections.
+    async fn pool(&self) -> Result<Vec<Arc<Client>>> {
+        let mut pool = Vec::with_capacity(self.connections);
+        for _ in 0..self.connections {
+            pool.push(Arc::new(self.connect().await?));
+        }
+        Ok(pool)
     }
 
     async fn create_table(&self) -> Result<()> {
@@ -115,12 +134,14 @@ impl RawPostgres {
 
 impl RawClient for RawPostgres {
     async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
-        let mut client = self.connect().await?;
-        insert_all(&mut client, options, &format!("publish{round}")).await
+        let pool = self.pool().await?;
+        let started = Instant::now();
+        insert_all(&pool, options, &format!("publish{round}")).await?;
+        Ok(per_second(options.events, started.elapsed()))
     }
 
     async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
-        let mut writer = self.connect().await?;
+        let pool = self.pool().await?;
         let reader = self.connect().await?;
         let topic = format!("e2e{round}");
         let page = reader
@@ -133,20 +154,27 @@ impl RawClient for RawPostgres {
         let started = Instant::now();
         let inserting = {
             let (options, topic) = (*options, topic.clone());
-            tokio::spawn(async move { insert_all(&mut writer, &options, &topic).await.map(|_| ()) })
+            tokio::spawn(async move { insert_all(&pool, &options, &topic).await })
         };
-        let (mut after, mut received) = (0_i64, 0);
-        while received < options.events {
+        // Concurrent inserts commit out of seq order: the reader takes only the run of seqs
+        // without a gap and reads from its end again, as the port does.
+        let mut after = 0_i64;
+        while after < options.events as i64 {
             let rows = reader
                 .query(&page, &[&topic, &after, &RAW_PAGE])
                 .await
                 .map_err(|e| raw_error("read", e))?;
-            match rows.last() {
-                Some(row) => {
-                    after = row.try_get(0).map_err(|e| raw_error("read", e))?;
-                    received += rows.len();
+            let before = after;
+            for row in &rows {
+                let seq: i64 = row.try_get(0).map_err(|e| raw_error("read", e))?;
+                let _body: &str = row.try_get(1).map_err(|e| raw_error("read", e))?;
+                if seq != after + 1 {
+                    break;
                 }
-                None => tokio::time::sleep(Duration::from_micros(200)).await,
+                after = seq;
+            }
+            if after == before {
+                tokio::time::sleep(Duration::from_micros(200)).await;
             }
         }
         raw_end_to_end_rate(inserting, options.events, started.elapsed()).await
@@ -185,38 +213,40 @@ impl RawClient for RawPostgres {
     }
 }
 
-/// Inserts every event (encoding its payload as it goes, as Photon does) in transactions
-/// of [`RAW_BATCH`] rows; returns events per second.
-async fn insert_all(client: &mut Client, options: &BenchOptions, topic: &str) -> Result<f64> {
-    let insert = client
-        .prepare(
-            "INSERT INTO raw_events (topic, seq, topic_key, body) \
-             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[])",
-        )
-        .await
-        .map_err(|e| raw_error("prepare", e))?;
-    let started = Instant::now();
-    let mut next = 0;
-    while next < options.events {
-        let end = (next + RAW_BATCH).min(options.events);
-        let seqs: Vec<i64> = (next..end).map(|i| i as i64 + 1).collect();
-        let keys: Vec<String> = (next..end).map(|i| format!("k{}", i % 64)).collect();
-        let bodies: Vec<String> = (next..end)
-            .map(|i| options.payload(i).to_string())
-            .collect();
-        let transaction = client
-            .transaction()
+/// `options.publishers` tasks insert every event (encoding its payload as it goes, as
+/// Photon does), one row per statement and commit, each awaited before the task's next;
+/// task `p` uses connection `p % pool.len()`. Seqs are the events' indexes, interleaved
+/// over the tasks.
+async fn insert_all(pool: &[Arc<Client>], options: &BenchOptions, topic: &str) -> Result<()> {
+    let mut inserts = Vec::with_capacity(pool.len());
+    for client in pool {
+        let insert = client
+            .prepare("INSERT INTO raw_events (topic, seq, topic_key, body) VALUES ($1, $2, $3, $4)")
             .await
-            .map_err(|e| raw_error("begin", e))?;
-        transaction
-            .execute(&insert, &[&topic, &seqs, &keys, &bodies])
-            .await
-            .map_err(|e| raw_error("insert", e))?;
-        transaction
-            .commit()
-            .await
-            .map_err(|e| raw_error("commit", e))?;
-        next = end;
+            .map_err(|e| raw_error("prepare", e))?;
+        inserts.push(insert);
     }
-    Ok(per_second(options.events, started.elapsed()))
+    let mut tasks = Vec::with_capacity(options.publishers);
+    for publisher in 0..options.publishers {
+        let client = pool[publisher % pool.len()].clone();
+        let insert = inserts[publisher % pool.len()].clone();
+        let (topic, options) = (topic.to_owned(), *options);
+        tasks.push(tokio::spawn(async move {
+            for i in 0..options.share(publisher) {
+                let seq = (i * options.publishers + publisher) as i64 + 1;
+                let key = format!("k{}", (publisher + i) % 64);
+                let body = options.payload(i).to_string();
+                client
+                    .execute(&insert, &[&topic, &seq, &key, &body])
+                    .await
+                    .map_err(|e| raw_error("insert", e))?;
+            }
+            Ok::<_, PhotonError>(())
+        }));
+    }
+    for task in tasks {
+        task.await
+            .map_err(|e| PhotonError::InvalidInput(format!("raw publisher task: {e}")))??;
+    }
+    Ok(())
 }
