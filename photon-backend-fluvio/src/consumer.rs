@@ -34,6 +34,9 @@
 //! - A record whose envelope id the reader saw within the last
 //!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
 //!   dropped; see [`crate::dedup`].
+//! - Offsets must follow on without a hole: when Fluvio's stream skips records (a batch
+//!   cut off at a fetch's byte limit), the reader reopens at the first one skipped (see
+//!   [`HoleGuard`](crate::query::HoleGuard)).
 //! - A key filter is applied by the reader (Fluvio cannot filter by key server-side
 //!   without a SmartModule); the reader only reads the key's shard.
 
@@ -51,7 +54,7 @@ use crate::codec::{decode_value, event_id};
 use crate::config::ReplayCursor;
 use crate::dedup::RecentIds;
 use crate::port::FluvioStoragePort;
-use crate::query::{end_offset, open};
+use crate::query::{end_offset, open, HoleGuard};
 use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
 use crate::tail::{gate_name, TailGate};
 use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
@@ -266,6 +269,7 @@ impl ShardReader {
         // Kept across reopened streams: a retried append's two copies can lie on both
         // sides of a reconnect.
         let mut recent = RecentIds::default();
+        let mut holes = HoleGuard::default();
         loop {
             let start = match Offset::absolute(self.next) {
                 Ok(start) => start,
@@ -277,10 +281,14 @@ impl ShardReader {
                 () = self.sender.closed() => return,
             };
             let cause = match opened {
-                Ok(stream) => match self.forward(stream, &name, &mut outage, &mut recent).await {
+                Ok(stream) => match self
+                    .forward(stream, &name, &mut outage, &mut recent, &mut holes)
+                    .await
+                {
                     Some(Ended::Failed(cause)) => cause,
-                    // Retention removed what was next: reopen at once where records remain.
-                    Some(Ended::Evicted) => continue,
+                    // Retention removed what was next, or the fetch skipped records: reopen
+                    // at once where records remain or at the first one skipped.
+                    Some(Ended::Evicted | Ended::Skipped) => continue,
                     None => return,
                 },
                 Err(err) => err.to_string(),
@@ -304,6 +312,7 @@ impl ShardReader {
         name: &str,
         outage: &mut Option<Outage>,
         recent: &mut RecentIds,
+        holes: &mut HoleGuard,
     ) -> Option<Ended> {
         let inner = self.port.inner.clone();
         let shards = inner.config.shards;
@@ -363,6 +372,9 @@ impl ShardReader {
                     }
                     if record.offset() < self.next {
                         continue;
+                    }
+                    if self.next > 0 && holes.reopen(self.next, record.offset()) {
+                        return Some(Ended::Skipped);
                     }
                     if !self.skip_to(record.offset(), shards).await {
                         return None;
@@ -478,6 +490,8 @@ enum Ended {
     Failed(String),
     /// Retention removed the records the reader was at; it moved past them.
     Evicted,
+    /// The fetch left out records (see [`HoleGuard`]): reopen at the first one.
+    Skipped,
 }
 
 /// Least time between two rounds of the consumer-offset mirror. Storing one consumer

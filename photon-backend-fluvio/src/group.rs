@@ -62,7 +62,7 @@ use tokio::sync::{oneshot, watch, OnceCell};
 use crate::error::unavailable;
 use crate::group_machine::{Command, Machine, Op, Outcome};
 use crate::port::{FluvioStoragePort, Inner};
-use crate::query::{end_offset, open};
+use crate::query::{end_offset, open, HoleGuard};
 use crate::topic::{ensure_topic, groups_topic_name};
 
 /// How long one call may take to reach the log and see it applied.
@@ -472,6 +472,8 @@ enum Ended {
     PortGone,
     /// The stream failed; `applied` says whether records were applied before.
     Failed { cause: String, applied: bool },
+    /// The fetch left out records (see [`HoleGuard`]): reopen at once at the first one.
+    Skipped { applied: bool },
 }
 
 /// The reader of one port instance: applies the coordination log in order, from its
@@ -479,6 +481,7 @@ enum Ended {
 async fn read_log(port: Weak<Inner>, log: Arc<GroupLog>, name: String) {
     let mut failures = 0_u32;
     let mut failing_since: Option<Instant> = None;
+    let mut holes = HoleGuard::default();
     loop {
         let Some(client) = port.upgrade().map(|inner| inner.stream.current()) else {
             return;
@@ -486,8 +489,15 @@ async fn read_log(port: Weak<Inner>, log: Arc<GroupLog>, name: String) {
         let next = *log.applied.borrow();
         let start = Offset::absolute(next).unwrap_or_else(|_| Offset::beginning());
         let (cause, applied) = match open(&client, &name, start, true).await {
-            Ok(stream) => match follow(&port, &log, &name, stream).await {
+            Ok(stream) => match follow(&port, &log, &name, stream, &mut holes).await {
                 Ended::PortGone => return,
+                Ended::Skipped { applied } => {
+                    if applied {
+                        failures = 0;
+                        failing_since = None;
+                    }
+                    continue;
+                }
                 Ended::Failed { cause, applied } => (cause, applied),
             },
             Err(err) => (err.to_string(), false),
@@ -519,6 +529,7 @@ async fn follow(
     log: &GroupLog,
     name: &str,
     mut stream: impl ConsumerStream<Item = std::result::Result<Record, ErrorCode>>,
+    holes: &mut HoleGuard,
 ) -> Ended {
     let probe = tokio::time::sleep(PROBE_EVERY);
     tokio::pin!(probe);
@@ -568,8 +579,12 @@ async fn follow(
         match item {
             Some(Ok(record)) => {
                 received = true;
-                if record.offset() < *log.applied.borrow() {
+                let next = *log.applied.borrow();
+                if record.offset() < next {
                     continue;
+                }
+                if holes.reopen(next, record.offset()) {
+                    return Ended::Skipped { applied };
                 }
                 log.apply(name, &record);
                 applied = true;

@@ -119,6 +119,9 @@ pub enum BaselineKind {
     /// A durable subscription on the same store doing the same work (executor and
     /// consumer group rows).
     Durable,
+    /// A subscription to the whole topic on the same store, replaying the same topic
+    /// (keyed subscription rows).
+    WholeTopic,
 }
 
 impl BaselineKind {
@@ -127,6 +130,7 @@ impl BaselineKind {
         match self {
             Self::Raw => "raw client",
             Self::Durable => "durable subscription",
+            Self::WholeTopic => "whole-topic subscription",
         }
     }
 
@@ -134,6 +138,7 @@ impl BaselineKind {
         match self {
             Self::Raw => "raw",
             Self::Durable => "durable",
+            Self::WholeTopic => "whole topic",
         }
     }
 }

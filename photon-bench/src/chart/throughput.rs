@@ -80,7 +80,11 @@ where
         .draw_series(photon_bars)?
         .label("Photon")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], PHOTON.filled()));
-    for kind in [BaselineKind::Raw, BaselineKind::Durable] {
+    for kind in [
+        BaselineKind::Raw,
+        BaselineKind::Durable,
+        BaselineKind::WholeTopic,
+    ] {
         let of_kind: Vec<(usize, &&ThroughputRow)> = rows
             .iter()
             .enumerate()

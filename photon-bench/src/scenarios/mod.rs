@@ -72,8 +72,10 @@ pub(crate) trait RawClient {
 }
 
 /// Every row of `adapter`: publish, end to end and round trips of Photon in plaintext and
-/// sealed beside the raw client, and the executor beside a durable subscription; each over
-/// `options.rounds` rounds, the sides taking turns at going first.
+/// sealed beside the raw client, the executor beside a durable subscription, and the replay
+/// of one key of 64 beside the replay of the whole topic (what a keyed subscription pays
+/// for the other keys' records); each over `options.rounds` rounds, the sides taking turns
+/// at going first.
 ///
 /// # Errors
 /// The first error of any side.
@@ -152,6 +154,28 @@ pub(crate) async fn compare(
         executor,
         BaselineKind::Durable,
         durable,
+    ));
+
+    let [keyed, whole] = in_turns(
+        "keyed replay",
+        rounds,
+        events,
+        [
+            side("keyed", |r| {
+                photon.replay_rate(options, r, Some("k0")).boxed_local()
+            }),
+            side("whole", |r| {
+                photon.replay_rate(options, r, None).boxed_local()
+            }),
+        ],
+    )
+    .await?;
+    figures.throughput.push(ThroughputRow::new(
+        adapter,
+        "keyed_replay",
+        keyed,
+        BaselineKind::WholeTopic,
+        whole,
     ));
 
     let [plain, sealed, raw_latencies] = in_turns(

@@ -199,6 +199,48 @@ impl PhotonSide {
         self.done_with(&topic).await?;
         Ok(rate)
     }
+    /// Events per second a subscription from the beginning delivers when it replays a
+    /// topic of `options.events` events over [`PUBLISH_KEYS`] keys: one key's events
+    /// (`key = Some`, the key `k0`), or every event (`key = None`). The events are published
+    /// before the window; the window ends with the last event of the subscription.
+    ///
+    /// # Errors
+    /// The port's errors, or a subscription that ends early.
+    pub async fn replay_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        key: Option<&str>,
+    ) -> Result<f64> {
+        let photon = &self.plain;
+        let name = if key.is_some() { "keyed" } else { "whole" };
+        let topic = self.topic(Sealing::Plain, name, round);
+        publish_all(photon, options, &topic, PUBLISH_KEYS).await?;
+        let expected = match key {
+            Some(key) => events_of_key(options, PUBLISH_KEYS, key),
+            None => options.events,
+        };
+        let started = Instant::now();
+        let mut stream = photon.subscribe_at(&topic, key, StartAt::Beginning);
+        for _ in 0..expected {
+            next(&mut stream).await?;
+        }
+        let rate = per_second(expected, started.elapsed());
+        drop(stream);
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+}
+
+/// How many of the events [`publish_all`] spreads over `keys` keys carry `key`.
+fn events_of_key(options: &BenchOptions, keys: usize, key: &str) -> usize {
+    (0..options.publishers)
+        .map(|publisher| {
+            (0..options.share(publisher))
+                .filter(|i| format!("k{}", (publisher + i) % keys) == key)
+                .count()
+        })
+        .sum()
 }
 
 /// A `Photon` over `port` with `crypto`, the environment's executor settings and no

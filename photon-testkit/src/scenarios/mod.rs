@@ -66,6 +66,7 @@ macro_rules! __photon_scenarios {
             replay::durable_resume_on_drop [],
             replay::resume_without_checkpoint [],
             replay::sharded_resume_loses_nothing [],
+            replay::large_replay [],
             replay::gap_after_truncate [Truncate, Replay],
             replay::checkpoint_reset [CheckpointReset, Replay],
             queries::get_event [GetEvent],

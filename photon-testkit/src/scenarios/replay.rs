@@ -490,3 +490,83 @@ pub async fn gap_after_truncate(ctx: Context) {
     assert_eq!(rest, kept);
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 }
+
+/// Events of the large replay, over [`LARGE_REPLAY_KEYS`] keys from
+/// [`LARGE_REPLAY_PUBLISHERS`] concurrent publishers.
+const LARGE_REPLAY_EVENTS: usize = 16_000;
+const LARGE_REPLAY_PUBLISHERS: usize = 32;
+const LARGE_REPLAY_KEYS: usize = 64;
+
+/// A topic larger than one read (16,000 events of about 700 bytes, 11 MB, from 32
+/// concurrent publishers over 64 keys) replays from the beginning with every event exactly
+/// once and each key in publish order, and without any error item; a keyed subscription
+/// from the beginning gets exactly its key's events, in order.
+pub async fn large_replay(ctx: Context) {
+    let store = ctx.store().await;
+    let topic = ctx.topic("large");
+    let filler = "x".repeat(640);
+    let mut tasks = Vec::new();
+    for publisher in 0..LARGE_REPLAY_PUBLISHERS {
+        let (store, topic, filler) = (store.clone(), topic.clone(), filler.clone());
+        tasks.push(tokio::spawn(async move {
+            // Publisher p owns keys 2p and 2p+1, so each key has one ordered writer.
+            let mut i = publisher;
+            while i < LARGE_REPLAY_EVENTS {
+                let key = format!("k{}", (publisher * 2 + i / LARGE_REPLAY_PUBLISHERS % 2));
+                store
+                    .publish(
+                        &topic,
+                        Some(&key),
+                        json!(null),
+                        json!({"i": i, "data": filler}),
+                    )
+                    .await
+                    .unwrap();
+                i += LARGE_REPLAY_PUBLISHERS;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+
+    let mut all = store.subscribe(&topic, None, StartAt::Beginning);
+    let events: Vec<_> = take_exact(&mut all, LARGE_REPLAY_EVENTS)
+        .await
+        .into_iter()
+        .enumerate()
+        .map(|(n, item)| item.unwrap_or_else(|e| panic!("item {n} of the replay: {e}")))
+        .collect();
+    assert_quiet(&mut all, Duration::from_millis(200)).await;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut per_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for event in &events {
+        assert_eq!(event.payload["data"].as_str(), Some(filler.as_str()));
+        let i = event.payload["i"].as_i64().unwrap();
+        assert!(seen.insert(i), "event {i} delivered twice");
+        per_key
+            .entry(event.topic_key.clone().unwrap())
+            .or_default()
+            .push(i);
+    }
+    assert_eq!(seen.len(), LARGE_REPLAY_EVENTS);
+    assert_eq!(per_key.len(), LARGE_REPLAY_KEYS);
+    for (key, is) in &per_key {
+        assert!(is.windows(2).all(|w| w[0] < w[1]), "{key} out of order");
+    }
+
+    let mut keyed = store.subscribe(&topic, Some("k7"), StartAt::Beginning);
+    let expected = per_key["k7"].clone();
+    let got: Vec<i64> = take_exact(&mut keyed, expected.len())
+        .await
+        .into_iter()
+        .enumerate()
+        .map(|(n, item)| {
+            let event = item.unwrap_or_else(|e| panic!("item {n} of the keyed replay: {e}"));
+            assert_eq!(event.topic_key.as_deref(), Some("k7"));
+            event.payload["i"].as_i64().unwrap()
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert_quiet(&mut keyed, Duration::from_millis(200)).await;
+}
