@@ -246,4 +246,95 @@ mod tests {
             ]
         );
     }
+
+    /// The mem port without atomic batches, refusing appends after the first `accepts`.
+    struct FailsAfter {
+        inner: MemStoragePort,
+        accepts: usize,
+        appended: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl crate::StoragePort for FailsAfter {
+        fn label(&self) -> &'static str {
+            "fails-after"
+        }
+
+        fn capabilities(&self) -> crate::StorageCapabilities {
+            crate::StorageCapabilities {
+                atomic_batches: false,
+                ..self.inner.capabilities()
+            }
+        }
+
+        async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+            let n = self
+                .appended
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n >= self.accepts {
+                return Err(PhotonError::Storage {
+                    backend: "fails-after",
+                    message: format!("append {n} refused"),
+                    source: None,
+                });
+            }
+            self.inner.append(draft).await
+        }
+
+        fn subscribe(&self, request: crate::SubscribeRequest) -> crate::RecordStream {
+            self.inner.subscribe(request)
+        }
+
+        async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+            self.inner.head_seq(topic, key).await
+        }
+
+        async fn load_checkpoint(&self, key: &crate::CheckpointKey) -> Result<Option<i64>> {
+            self.inner.load_checkpoint(key).await
+        }
+
+        async fn commit_checkpoint(&self, key: &crate::CheckpointKey, seq: i64) -> Result<()> {
+            self.inner.commit_checkpoint(key, seq).await
+        }
+    }
+
+    fn failing(accepts: usize) -> EventStore {
+        let port = FailsAfter {
+            inner: MemStoragePort::new(),
+            accepts,
+            appended: 0.into(),
+        };
+        EventStore::new(Arc::new(port), TransportCrypto::plaintext())
+    }
+
+    #[tokio::test]
+    async fn a_partial_failure_without_atomic_batches_hands_back_the_stored_events() {
+        let store = failing(2);
+        let batch = (1..=4).map(|n| ("t", BatchEvent::new(json!(n))));
+        match store.publish_batch(batch).await {
+            Err(error @ PhotonError::BatchIncomplete { .. }) => {
+                assert_eq!(
+                    error.to_string(),
+                    "2 of 4 events of the batch were stored before it failed: \
+                     fails-after storage error: append 2 refused"
+                );
+                let PhotonError::BatchIncomplete { stored, events, .. } = error else {
+                    unreachable!()
+                };
+                assert_eq!(events, 4);
+                assert_eq!(
+                    stored.iter().map(|a| a.seq).collect::<Vec<_>>(),
+                    vec![1, 2]
+                );
+            }
+            other => panic!("expected BatchIncomplete, got {other:?}"),
+        }
+        assert_eq!(store.port().head_seq("t", None).await.unwrap(), Some(2));
+        // A failure of the first event stored nothing: the plain error.
+        let store = failing(0);
+        match store.publish_batch(vec![("t", BatchEvent::new(json!(1)))]).await {
+            Err(PhotonError::Storage { message, .. }) => assert_eq!(message, "append 0 refused"),
+            other => panic!("expected Storage, got {other:?}"),
+        }
+    }
 }

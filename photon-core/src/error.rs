@@ -118,9 +118,10 @@ pub enum PhotonError {
     },
     /// A batch failed part-way on a port without atomic batches (capability
     /// `atomic_batches`): its first `stored.len()` events were stored and are delivered,
-    /// the event after them failed with `source`, and the events after that were not
-    /// confirmed. Whether the failed event (and, on a port that pipelines a batch, the
-    /// events after it) is stored is what `source` says of a single append.
+    /// the event after them failed with `source`, and none after that is confirmed. The
+    /// failed event may be stored as a failed single append may be (see `source`); on a
+    /// port that pipelines a batch (NATS), events after it that were sent before the
+    /// failure may be stored too.
     #[error("{} of {events} events of the batch were stored before it failed: {source}", .stored.len())]
     BatchIncomplete {
         /// The stored leading events, in batch order.
