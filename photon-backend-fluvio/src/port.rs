@@ -173,6 +173,9 @@ impl StoragePort for FluvioStoragePort {
             get_event: true,
             consumer_groups: true,
             catalog: true,
+            // A batch is appended event by event (the default `append_batch`): Fluvio has
+            // no transaction over several records.
+            atomic_batches: false,
             durable: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,

@@ -19,6 +19,10 @@
 //!   producer): a retry with the same draft can then store the event twice, with two seqs.
 //!   Subscriptions drop the second copy by its envelope id within
 //!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (see [`crate::dedup`]).
+//! - A batch (`append_batch`) is appended one event after the other, each as `append`
+//!   does; it stops at the first failure, reported as `PhotonError::BatchIncomplete` with
+//!   the events stored before it (the failed one may be stored, as above; none after it
+//!   was sent).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};

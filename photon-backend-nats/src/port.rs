@@ -270,6 +270,8 @@ impl StoragePort for NatsStoragePort {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
                 ReplayCursor::TailOnly => ReplayWindow::TailOnly,
             },
+            // A batch is pipelined message by message: JetStream has no transaction.
+            atomic_batches: false,
             durable: true,
             max_payload_bytes: self.inner.max_payload_bytes,
         }
@@ -277,6 +279,10 @@ impl StoragePort for NatsStoragePort {
 
     async fn append(&self, draft: RecordDraft) -> Result<Appended> {
         self.publish(draft).await
+    }
+
+    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        self.publish_batch(drafts).await
     }
 
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {

@@ -10,12 +10,18 @@
 //!   envelope id as event id (the stream position is not known yet). A failed ack is kept
 //!   and returned by the next `append` (which then sends nothing) and by `flush()`: no
 //!   failure goes unreported.
+//! - A batch is pipelined too (sync ack): sent whole, acks awaited in order. It is not
+//!   atomic: a failure part-way leaves the leading events stored and is reported as
+//!   `PhotonError::BatchIncomplete` holding them.
 
 use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream::context::{PublishAckFuture, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::publish::PublishAck;
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use photon_core::port::append_each;
 use photon_core::{Appended, PhotonError, RecordDraft, Result};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -67,32 +73,14 @@ impl NatsStoragePort {
             }
         }
         let names = &self.inner.names;
-        let shard = names.shard_of(draft.topic_key.as_deref());
-        let subject = names.event_subject(&draft.topic_name, draft.topic_key.as_deref());
-        let payload = codec::encode(&draft)?;
-        let headers = codec::mirrored_headers(&draft);
+        let outgoing = Outgoing::of(self, &draft)?;
         let permit = publisher.permit().await?;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            self.inner
-                .streams
-                .topic_stream(names, &draft.topic_name, shard)
-                .await?;
-            let mut message = PublishMessage::build().payload(payload.clone());
-            if let Some(headers) = &headers {
-                message = message.headers(headers.clone());
-            }
-            let message = message.message_id(&draft.envelope_id);
-            let pending = self
-                .inner
-                .streams
-                .context()
-                .send_publish(subject.clone(), message)
-                .await
-                .map_err(|err| publish_error(&draft, err.kind(), err))?;
+            let pending = self.send(&draft, &outgoing).await?;
             if !self.inner.config.sync_ack {
-                let stream = names.stream_name(&draft.topic_name, shard);
+                let stream = names.stream_name(&draft.topic_name, outgoing.shard);
                 self.ack_in_background(pending, permit, draft.envelope_id.clone(), stream);
                 return Ok(Appended {
                     event_id: draft.envelope_id,
@@ -100,17 +88,120 @@ impl NatsStoragePort {
                 });
             }
             match pending.await {
-                Ok(ack) => return Ok(self.appended(&ack, shard)),
+                Ok(ack) => return Ok(self.appended(&ack, outgoing.shard)),
                 // The stream was deleted behind our back (or JetStream is restarting):
                 // open it again once, then report.
                 Err(err) if err.kind() == PublishErrorKind::StreamNotFound && attempt == 1 => {
                     self.inner
                         .streams
-                        .forget(&names.stream_name(&draft.topic_name, shard));
+                        .forget(&names.stream_name(&draft.topic_name, outgoing.shard));
                 }
                 Err(err) => return Err(publish_error(&draft, err.kind(), err)),
             }
         }
+    }
+
+    /// Appends a batch with sync ack: up to `max_in_flight` messages are sent without
+    /// waiting, then their acks are awaited in order, so that a batch pays about one round
+    /// trip per window instead of one per event. From the first message whose send or ack
+    /// fails, the rest go one by one as [`NatsStoragePort::publish`] sends them (the
+    /// server drops, by `Nats-Msg-Id`, a message it stored already), so the result is what
+    /// appending each in turn gives. With sync ack off every append returns once sent, and
+    /// the batch is appended in turn.
+    ///
+    /// # Errors
+    /// As [`photon_core::port::append_each`].
+    pub(crate) async fn publish_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        if !self.inner.config.sync_ack {
+            return append_each(self, drafts).await;
+        }
+        let events = drafts.len();
+        let window = self.inner.publisher.max_in_flight as usize;
+        let mut stored = Vec::with_capacity(events);
+        let mut rest = drafts.into_iter();
+        loop {
+            let chunk: Vec<RecordDraft> = rest.by_ref().take(window).collect();
+            if chunk.is_empty() {
+                return Ok(stored);
+            }
+            let acked = self.pipeline(&chunk).await?;
+            let leading = acked.len();
+            stored.extend(acked);
+            if leading < chunk.len() {
+                for draft in chunk.into_iter().skip(leading).chain(rest) {
+                    match self.publish(draft).await {
+                        Ok(appended) => stored.push(appended),
+                        Err(error) => {
+                            return Err(PhotonError::batch_incomplete(stored, events, error))
+                        }
+                    }
+                }
+                return Ok(stored);
+            }
+        }
+    }
+
+    /// Sends every draft of `chunk` (at most `max_in_flight`) under one grant of permits,
+    /// then awaits their acks in send order; returns the leading acknowledged events: all,
+    /// unless a send or an ack failed.
+    async fn pipeline(&self, chunk: &[RecordDraft]) -> Result<Vec<Appended>> {
+        let publisher = &self.inner.publisher;
+        // One grant for the whole window: two batches taking permits one at a time could
+        // each hold part of them and wait for the other forever.
+        let permits = publisher
+            .permits
+            .acquire_many(u32::try_from(chunk.len()).unwrap_or(publisher.max_in_flight))
+            .await
+            .map_err(|_| PhotonError::Closed("nats publisher".into()))?;
+        let mut pending = Vec::with_capacity(chunk.len());
+        for draft in chunk {
+            let sent = match Outgoing::of(self, draft) {
+                Ok(outgoing) => self
+                    .send(draft, &outgoing)
+                    .await
+                    .map(|ack| (ack, outgoing.shard)),
+                Err(error) => Err(error),
+            };
+            match sent {
+                Ok(sent) => pending.push(sent),
+                Err(error) => {
+                    tracing::debug!(port = "nats", %error, "batch send failed; going on one by one");
+                    break;
+                }
+            }
+        }
+        let mut acked = Vec::with_capacity(pending.len());
+        for (ack, shard) in pending {
+            match ack.await {
+                Ok(ack) => acked.push(self.appended(&ack, shard)),
+                Err(error) => {
+                    tracing::debug!(port = "nats", %error, "batch ack failed; going on one by one");
+                    break;
+                }
+            }
+        }
+        drop(permits);
+        Ok(acked)
+    }
+
+    /// Sends one message (opening its stream when needed) without waiting for its ack.
+    async fn send(&self, draft: &RecordDraft, outgoing: &Outgoing) -> Result<PublishAckFuture> {
+        let names = &self.inner.names;
+        self.inner
+            .streams
+            .topic_stream(names, &draft.topic_name, outgoing.shard)
+            .await?;
+        let mut message = PublishMessage::build().payload(outgoing.payload.clone());
+        if let Some(headers) = &outgoing.headers {
+            message = message.headers(headers.clone());
+        }
+        let message = message.message_id(&draft.envelope_id);
+        self.inner
+            .streams
+            .context()
+            .send_publish(outgoing.subject.clone(), message)
+            .await
+            .map_err(|err| publish_error(draft, err.kind(), err))
     }
 
     fn appended(&self, ack: &PublishAck, shard: u32) -> Appended {
@@ -160,6 +251,26 @@ impl NatsStoragePort {
             .map_err(|_| PhotonError::Closed("nats publisher".into()))?;
         drop(all);
         publisher.take_failure().map_or(Ok(()), Err)
+    }
+}
+
+/// A draft as a message: subject, shard, encoded body and mirrored headers.
+struct Outgoing {
+    subject: String,
+    shard: u32,
+    payload: Bytes,
+    headers: Option<HeaderMap>,
+}
+
+impl Outgoing {
+    fn of(port: &NatsStoragePort, draft: &RecordDraft) -> Result<Self> {
+        let names = &port.inner.names;
+        Ok(Self {
+            subject: names.event_subject(&draft.topic_name, draft.topic_key.as_deref()),
+            shard: names.shard_of(draft.topic_key.as_deref()),
+            payload: codec::encode(draft)?,
+            headers: codec::mirrored_headers(draft),
+        })
     }
 }
 

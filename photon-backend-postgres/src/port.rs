@@ -192,6 +192,7 @@ impl StoragePort for PostgresStoragePort {
             head_seq: true,
             catalog: true,
             checkpoint_reset: true,
+            atomic_batches: true,
             durable: true,
             max_payload_bytes: self.inner.config.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -200,6 +201,10 @@ impl StoragePort for PostgresStoragePort {
 
     async fn append(&self, draft: RecordDraft) -> Result<Appended> {
         self.append_row(draft).await
+    }
+
+    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        self.append_rows(drafts).await
     }
 
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {

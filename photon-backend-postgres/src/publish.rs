@@ -24,6 +24,20 @@ impl PostgresStoragePort {
         self.send(Command::Append { row, reply })?;
         answer.await.map_err(|_| writer_gone())?
     }
+
+    /// Appends drafts in one transaction (all or none) and waits for its commit.
+    pub(crate) async fn append_rows(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        if drafts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = drafts
+            .into_iter()
+            .map(|draft| PendingRow::encode(draft, crate::error::LABEL))
+            .collect::<Result<Vec<_>>>()?;
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::AppendBatch { rows, reply })?;
+        answer.await.map_err(|_| writer_gone())?
+    }
 }
 
 /// Inserts `rows` in order inside `transaction`, each with its topic's next seq; the

@@ -1,7 +1,8 @@
 //! The writer task: group-commits the port's writes.
 //!
 //! It takes the first waiting command, drains whatever else is waiting (up to
-//! `max_batch`), and, when the previous batch had several callers, waits up to 500 µs for
+//! `max_batch` events; a caller's batch counts its events and is never split, so one
+//! larger than `max_batch` is a transaction of its own), and, when the previous batch had several callers, waits up to 500 µs for
 //! them to send again; it runs the batch in one transaction in arrival order, and answers
 //! each caller only after the commit; commands arriving during a commit join the next
 //! batch.
@@ -42,6 +43,11 @@ pub(crate) enum Command {
         row: PendingRow,
         reply: oneshot::Sender<Result<Appended>>,
     },
+    /// Append a caller's batch of encoded drafts, all in the one transaction.
+    AppendBatch {
+        rows: Vec<PendingRow>,
+        reply: oneshot::Sender<Result<Vec<Appended>>>,
+    },
     /// Raise or reset a checkpoint.
     Checkpoint {
         key: CheckpointKey,
@@ -62,9 +68,20 @@ pub(crate) enum Command {
     },
 }
 
+impl Command {
+    /// How many events the command appends (at least 1, for the group-commit cap).
+    fn events(&self) -> usize {
+        match self {
+            Self::AppendBatch { rows, .. } => rows.len().max(1),
+            _ => 1,
+        }
+    }
+}
+
 /// What one command produced in a committed transaction.
 enum Outcome {
     Appended(Appended),
+    AppendedBatch(Vec<Appended>),
     Done,
     Truncated(u64),
     Tail(i64),
@@ -87,10 +104,11 @@ impl Writer {
     pub(crate) async fn run(mut self) {
         let mut last_batch = 1;
         while let Some(first) = self.inbox.recv().await {
+            let mut events = first.events();
             let mut batch = vec![first];
-            self.drain(&mut batch);
+            self.drain(&mut batch, &mut events);
             if last_batch > 1 {
-                self.gather(&mut batch, last_batch).await;
+                self.gather(&mut batch, &mut events, last_batch).await;
             }
             last_batch = batch.len();
             self.execute(batch).await;
@@ -98,11 +116,15 @@ impl Writer {
         tracing::debug!("postgres writer stopped");
     }
 
-    /// Adds whatever is waiting to `batch`, up to `max_batch`.
-    fn drain(&mut self, batch: &mut Vec<Command>) {
-        while batch.len() < self.max_batch {
+    /// Adds whatever is waiting to `batch` while it holds fewer than `max_batch` events
+    /// (`events` counts them; a caller's batch is never split).
+    fn drain(&mut self, batch: &mut Vec<Command>, events: &mut usize) {
+        while *events < self.max_batch {
             match self.inbox.try_recv() {
-                Ok(command) => batch.push(command),
+                Ok(command) => {
+                    *events += command.events();
+                    batch.push(command);
+                }
                 Err(_) => break,
             }
         }
@@ -113,14 +135,15 @@ impl Writer {
     /// would form a batch of their own behind the commands that queued during that commit,
     /// two half-size commits each paying the WAL flush. A lone caller (a previous batch of
     /// one) never waits.
-    async fn gather(&mut self, batch: &mut Vec<Command>, answered: usize) {
+    async fn gather(&mut self, batch: &mut Vec<Command>, events: &mut usize, answered: usize) {
         let target = (batch.len() + answered).min(self.max_batch);
         let deadline = tokio::time::Instant::now() + GROUP_COMMIT_WAIT;
-        while batch.len() < target {
+        while batch.len() < target && *events < self.max_batch {
             match tokio::time::timeout_at(deadline, self.inbox.recv()).await {
                 Ok(Some(command)) => {
+                    *events += command.events();
                     batch.push(command);
-                    self.drain(batch);
+                    self.drain(batch, events);
                 }
                 Ok(None) | Err(_) => break,
             }
@@ -181,10 +204,12 @@ async fn apply(
     let transaction = client.transaction().await?;
     let names: BTreeSet<&str> = batch
         .iter()
-        .filter_map(|command| match command {
-            Command::Append { row, .. } => Some(row.topic.as_str()),
-            _ => None,
+        .flat_map(|command| match command {
+            Command::Append { row, .. } => std::slice::from_ref(row),
+            Command::AppendBatch { rows, .. } => rows.as_slice(),
+            _ => &[],
         })
+        .map(|row| row.topic.as_str())
         .collect();
     let mut topics = if names.is_empty() {
         HashMap::new()
@@ -196,11 +221,17 @@ async fn apply(
         .map(|(name, row)| (name.clone(), row.last_seq))
         .collect();
     let mut outcomes = Vec::with_capacity(batch.len());
-    let mut run: Vec<&PendingRow> = Vec::new();
+    let mut run = Run::default();
     for command in batch {
         let outcome = match command {
             Command::Append { row, .. } => {
-                run.push(row);
+                run.rows.push(row);
+                run.shapes.push(None);
+                continue;
+            }
+            Command::AppendBatch { rows, .. } => {
+                run.rows.extend(rows);
+                run.shapes.push(Some(rows.len()));
                 continue;
             }
             Command::Checkpoint { key, write, .. } => {
@@ -245,23 +276,37 @@ async fn apply(
     Ok((outcomes, appended))
 }
 
-/// Inserts the appends gathered so far (consecutive in the batch) and empties `run`.
+/// Appends consecutive in the batch, inserted together: their rows, and per command
+/// `None` for a single append or `Some(n)` for a caller's batch of `n` rows.
+#[derive(Default)]
+struct Run<'a> {
+    rows: Vec<&'a PendingRow>,
+    shapes: Vec<Option<usize>>,
+}
+
+/// Inserts the appends gathered so far and empties `run`.
 async fn insert_run(
     transaction: &Transaction<'_>,
     topics: &mut HashMap<String, TopicRow>,
-    run: &mut Vec<&PendingRow>,
+    run: &mut Run<'_>,
     outcomes: &mut Vec<Outcome>,
 ) -> std::result::Result<(), BatchError> {
-    if run.is_empty() {
+    if run.rows.is_empty() && run.shapes.is_empty() {
         return Ok(());
     }
-    let appended = publish::insert_rows(transaction, topics, run).await?;
-    outcomes.extend(
-        appended
-            .into_iter()
-            .map(|(appended, _)| Outcome::Appended(appended)),
-    );
-    run.clear();
+    let mut appended = publish::insert_rows(transaction, topics, &run.rows)
+        .await?
+        .into_iter()
+        .map(|(appended, _)| appended);
+    for shape in run.shapes.drain(..) {
+        outcomes.push(match shape {
+            // `insert_rows` answers every row; were one missing, `Done` would not match
+            // the append and `answer` would fail it rather than shift later outcomes.
+            None => appended.next().map_or(Outcome::Done, Outcome::Appended),
+            Some(rows) => Outcome::AppendedBatch(appended.by_ref().take(rows).collect()),
+        });
+    }
+    run.rows.clear();
     Ok(())
 }
 
@@ -269,6 +314,9 @@ fn answer(command: Command, outcome: Outcome) {
     // A caller that stopped waiting (a dropped future) no longer needs its answer.
     match (command, outcome) {
         (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
+            let _ = reply.send(Ok(appended));
+        }
+        (Command::AppendBatch { reply, .. }, Outcome::AppendedBatch(appended)) => {
             let _ = reply.send(Ok(appended));
         }
         (Command::Checkpoint { reply, .. }, Outcome::Done) => {
@@ -301,6 +349,13 @@ fn fail(command: Command, transient: bool, cause: &str) {
     match command {
         Command::Append { reply, row } => {
             let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
+        }
+        Command::AppendBatch { reply, rows } => {
+            let topics: BTreeSet<&str> = rows.iter().map(|row| row.topic.as_str()).collect();
+            let _ = reply.send(Err(error(&format!(
+                "append a batch of {} events to topics {topics:?} (none stored)",
+                rows.len()
+            ))));
         }
         Command::Checkpoint { reply, key, .. } => {
             let _ = reply.send(Err(error(&format!(

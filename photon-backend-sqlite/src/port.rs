@@ -182,6 +182,7 @@ impl StoragePort for SqliteStoragePort {
             head_seq: true,
             catalog: true,
             checkpoint_reset: true,
+            atomic_batches: true,
             durable: true,
             max_payload_bytes: self.inner.config.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -190,6 +191,10 @@ impl StoragePort for SqliteStoragePort {
 
     async fn append(&self, draft: RecordDraft) -> Result<Appended> {
         self.append_row(draft).await
+    }
+
+    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        self.append_rows(drafts).await
     }
 
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {

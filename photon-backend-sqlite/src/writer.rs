@@ -1,8 +1,10 @@
 //! The writer thread: owns the only write connection of a port and group-commits.
 //!
 //! It takes the first waiting command, drains whatever else is waiting (up to
-//! `max_batch`), runs them all in one `BEGIN IMMEDIATE` transaction in arrival order, and
-//! answers each caller only after the commit. Seqs are assigned inside that transaction,
+//! `max_batch` events; a caller's batch counts its events and is never split, so one
+//! larger than `max_batch` is a transaction of its own), runs them all in one
+//! `BEGIN IMMEDIATE` transaction in arrival order, and answers each caller only after the
+//! commit. Seqs are assigned inside that transaction,
 //! under SQLite's write lock, so two processes writing one file never assign the same seq.
 //! When a batch fails for a reason other than a busy lock, its commands are retried one
 //! per transaction so that one bad command fails alone.
@@ -32,6 +34,11 @@ pub(crate) enum Command {
         row: PendingRow,
         reply: oneshot::Sender<Result<Appended>>,
     },
+    /// Append a caller's batch of encoded drafts, all in the one transaction.
+    AppendBatch {
+        rows: Vec<PendingRow>,
+        reply: oneshot::Sender<Result<Vec<Appended>>>,
+    },
     /// Raise a checkpoint.
     Checkpoint {
         key: CheckpointKey,
@@ -55,9 +62,20 @@ pub(crate) enum Command {
     Transaction(TransactionWork),
 }
 
+impl Command {
+    /// How many events the command appends (at least 1, for the group-commit cap).
+    fn events(&self) -> usize {
+        match self {
+            Self::AppendBatch { rows, .. } => rows.len().max(1),
+            _ => 1,
+        }
+    }
+}
+
 /// What one command produced in a committed transaction.
 enum Outcome {
     Appended(Appended),
+    AppendedBatch(Vec<Appended>),
     Done,
     Truncated(u64),
     Tail(i64),
@@ -129,22 +147,29 @@ impl Writer {
     /// by the previous commit usually send again at once; waiting briefly for them makes
     /// one commit of many instead of many commits of one (each commit writes its pages to
     /// the WAL). A lone publisher (previous batch of one) never waits.
+    ///
+    /// `max_batch` caps the events of the batch (a caller's batch counts each of its
+    /// events), not its commands; a caller's batch is never split, so the first command
+    /// always goes in, however many events it holds.
     fn collect(&self, first: Command) -> Vec<Command> {
+        let mut events = first.events();
         let mut batch = vec![first];
         let target = self.last_batch.min(self.config.max_batch);
         let deadline = Instant::now() + self.config.group_commit_wait;
-        while batch.len() < self.config.max_batch {
-            match self.inbox.try_recv() {
-                Ok(command) => batch.push(command),
+        while events < self.config.max_batch {
+            let next = match self.inbox.try_recv() {
+                Ok(command) => command,
                 Err(_) if batch.len() < target => {
                     let wait = deadline.saturating_duration_since(Instant::now());
                     match self.inbox.recv_timeout(wait) {
-                        Ok(command) => batch.push(command),
+                        Ok(command) => command,
                         Err(_) => break,
                     }
                 }
                 Err(_) => break,
-            }
+            };
+            events += next.events();
+            batch.push(next);
         }
         batch
     }
@@ -208,20 +233,13 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
     for command in batch {
         let outcome = match command {
             Command::Append { row, .. } => {
-                let state = match touched.get_mut(&row.topic) {
-                    Some(state) => state,
-                    None => {
-                        let row_of_topic = provision_topic(&transaction, &row.topic)?;
-                        touched.entry(row.topic.clone()).or_insert(TouchedTopic {
-                            row: row_of_topic,
-                            appended: false,
-                        })
-                    }
-                };
-                let (appended, inserted) = publish::insert(&transaction, &mut state.row, row)?;
-                state.appended |= inserted;
-                Outcome::Appended(appended)
+                Outcome::Appended(append(&transaction, &mut touched, row)?)
             }
+            Command::AppendBatch { rows, .. } => Outcome::AppendedBatch(
+                rows.iter()
+                    .map(|row| append(&transaction, &mut touched, row))
+                    .collect::<rusqlite::Result<_>>()?,
+            ),
             Command::Checkpoint { key, write, .. } => {
                 checkpoint::apply(&transaction, key, *write)?;
                 Outcome::Done
@@ -247,10 +265,35 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
     Ok((outcomes, touched))
 }
 
+/// Inserts one row with its topic's next seq, provisioning the topic on its first row in
+/// the transaction.
+fn append(
+    transaction: &Connection,
+    touched: &mut HashMap<String, TouchedTopic>,
+    row: &PendingRow,
+) -> rusqlite::Result<Appended> {
+    let state = match touched.get_mut(&row.topic) {
+        Some(state) => state,
+        None => {
+            let row_of_topic = provision_topic(transaction, &row.topic)?;
+            touched.entry(row.topic.clone()).or_insert(TouchedTopic {
+                row: row_of_topic,
+                appended: false,
+            })
+        }
+    };
+    let (appended, inserted) = publish::insert(transaction, &mut state.row, row)?;
+    state.appended |= inserted;
+    Ok(appended)
+}
+
 fn answer(command: Command, outcome: Outcome) {
     // A caller that stopped waiting (a dropped future) no longer needs its answer.
     match (command, outcome) {
         (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
+            let _ = reply.send(Ok(appended));
+        }
+        (Command::AppendBatch { reply, .. }, Outcome::AppendedBatch(appended)) => {
             let _ = reply.send(Ok(appended));
         }
         (Command::Checkpoint { reply, .. }, Outcome::Done) => {
@@ -275,6 +318,14 @@ fn fail(command: Command, busy: bool, cause: &str) {
     match command {
         Command::Append { reply, row } => {
             let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
+        }
+        Command::AppendBatch { reply, rows } => {
+            let topics: std::collections::BTreeSet<&str> =
+                rows.iter().map(|row| row.topic.as_str()).collect();
+            let _ = reply.send(Err(error(&format!(
+                "append a batch of {} events to topics {topics:?} (none stored)",
+                rows.len()
+            ))));
         }
         Command::Checkpoint { reply, key, .. } => {
             let _ = reply.send(Err(error(&format!(

@@ -183,8 +183,8 @@ impl Series {
 pub struct ThroughputRow {
     /// Adapter label: `mem`, `sqlite`, `sqlite-normal`, `nats`, `fluvio`.
     pub adapter: String,
-    /// What was measured: `publish`, `publish_sealed`, `end_to_end`, `end_to_end_sealed`,
-    /// `executor`, `publish_with_subscriber`, `group_1`, `group_2`, `group_4`.
+    /// What was measured: `publish`, `publish_sealed`, `publish_batch` (batches of 64),
+    /// `end_to_end`, `end_to_end_sealed`, `executor`, `publish_with_subscriber`, `group_1`, `group_2`, `group_4`.
     pub metric: String,
     /// Always `events/s`.
     pub unit: String,

@@ -71,7 +71,7 @@ fn the_api_answers_what_the_commands_print() {
             200,
             json!({
                 "backend": "sqlite",
-                "capabilities": {"catalog": true, "head_seq": true, "list": true, "consumer_groups": true, "checkpoint_reset": true},
+                "capabilities": {"catalog": true, "head_seq": true, "list": true, "consumer_groups": true, "checkpoint_reset": true, "atomic_batches": true},
                 "replay_allowed": true,
                 "groups": [{"group": "workers", "topic": "orders"}],
             })

@@ -33,6 +33,11 @@ pub struct StorageCapabilities {
     pub catalog: bool,
     /// `reset_checkpoint` works: a checkpoint can be moved back or removed.
     pub checkpoint_reset: bool,
+    /// `append_batch` stores a batch all-or-nothing, in one transaction: a failed batch
+    /// stored none of its events, and the events of one topic in a batch get consecutive
+    /// seqs. Without it a batch is appended event by event, and a failure part-way is a
+    /// [`crate::PhotonError::BatchIncomplete`] holding the events stored before it.
+    pub atomic_batches: bool,
     /// Replay reach.
     pub replay: ReplayWindow,
     /// Events survive a process restart.
@@ -54,6 +59,7 @@ impl Default for StorageCapabilities {
             head_seq: false,
             catalog: false,
             checkpoint_reset: false,
+            atomic_batches: false,
             replay: ReplayWindow::Full,
             durable: false,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,

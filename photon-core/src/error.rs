@@ -97,6 +97,41 @@ pub enum PhotonError {
         /// The limit, [`crate::store::MAX_JSON_DEPTH`].
         limit: usize,
     },
+    /// An event of a batch was refused before anything of the batch was stored: `source`
+    /// says why (an invalid topic, key or header, a payload over a limit).
+    #[error("event {index} of the batch was refused, nothing of the batch was stored: {source}")]
+    BatchEventRefused {
+        /// Position of the refused event in the batch, from 0.
+        index: usize,
+        /// Why it was refused.
+        #[source]
+        source: Box<PhotonError>,
+    },
+    /// A batch held more events than one batch may (see
+    /// [`crate::batch::MAX_BATCH_EVENTS`]). Nothing was stored.
+    #[error("a batch of {events} events is over the limit of {limit} events per batch")]
+    BatchTooLarge {
+        /// Events in the refused batch.
+        events: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A batch failed part-way on a port without atomic batches (capability
+    /// `atomic_batches`): its first `stored.len()` events were stored and are delivered,
+    /// the event after them failed with `source`, and none after that is confirmed. The
+    /// failed event may be stored as a failed single append may be (see `source`); on a
+    /// port that pipelines a batch (NATS), events after it that were sent before the
+    /// failure may be stored too.
+    #[error("{} of {events} events of the batch were stored before it failed: {source}", .stored.len())]
+    BatchIncomplete {
+        /// The stored leading events, in batch order.
+        stored: Vec<crate::event::Appended>,
+        /// Events in the batch.
+        events: usize,
+        /// Why the event at index `stored.len()` failed.
+        #[source]
+        source: Box<PhotonError>,
+    },
     /// Any other argument the caller passed was refused.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -318,6 +353,23 @@ impl PhotonError {
                 Some((topic.as_str(), *seq))
             }
             _ => None,
+        }
+    }
+
+    /// The error of a batch whose event at index `stored.len()` failed with `error`:
+    /// `error` itself when nothing was stored, else [`PhotonError::BatchIncomplete`].
+    pub fn batch_incomplete(
+        stored: Vec<crate::event::Appended>,
+        events: usize,
+        error: PhotonError,
+    ) -> Self {
+        if stored.is_empty() {
+            return error;
+        }
+        Self::BatchIncomplete {
+            stored,
+            events,
+            source: Box::new(error),
         }
     }
 

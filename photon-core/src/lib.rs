@@ -11,6 +11,7 @@
 //! - [`mem::MemStoragePort`]: the in-process port.
 //! - [`metrics`] and [`spans`]: the metrics Photon records and the tracing spans it opens.
 
+pub mod batch;
 pub mod capabilities;
 pub mod checkpoint;
 pub mod config;
@@ -33,6 +34,7 @@ pub mod transaction;
 pub mod wake;
 pub mod wire;
 
+pub use batch::{BatchEvent, MAX_BATCH_EVENTS};
 pub use capabilities::{ReplayWindow, StorageCapabilities, DEFAULT_MAX_PAYLOAD_BYTES};
 pub use checkpoint::{CheckpointCommitter, FlushPolicy};
 pub use crypto::{Opened, TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};

@@ -13,6 +13,27 @@ use crate::error::{PhotonError, Result};
 use crate::event::{Appended, Record, RecordDraft};
 use crate::group::{GroupCoordination, Ownership};
 
+/// Appends `drafts` one after the other with [`StoragePort::append`], stopping at the first
+/// failure: what [`StoragePort::append_batch`] does on a port without atomic batches.
+///
+/// # Errors
+/// The first append's error when it is the first draft's; otherwise
+/// [`PhotonError::BatchIncomplete`] holding the stored leading events and that error.
+pub async fn append_each<P: StoragePort + ?Sized>(
+    port: &P,
+    drafts: Vec<RecordDraft>,
+) -> Result<Vec<Appended>> {
+    let events = drafts.len();
+    let mut stored = Vec::with_capacity(events);
+    for draft in drafts {
+        match port.append(draft).await {
+            Ok(appended) => stored.push(appended),
+            Err(error) => return Err(PhotonError::batch_incomplete(stored, events, error)),
+        }
+    }
+    Ok(stored)
+}
+
 /// A stream of stored records. Errors are per item: the stream continues after one unless
 /// the port says it ended.
 pub type RecordStream = Pin<Box<dyn Stream<Item = Result<Record>> + Send>>;
@@ -213,6 +234,28 @@ pub trait StoragePort: Send + Sync + 'static {
     /// Dropping the future may or may not store the record; a retry with the same draft
     /// does not store it twice where the port deduplicates by `envelope_id`.
     async fn append(&self, draft: RecordDraft) -> Result<Appended>;
+
+    /// Appends drafts in order, which may name different topics and keys; returns one
+    /// [`Appended`] per draft, in order.
+    ///
+    /// - Within a `(topic, key)`, seqs strictly increase in batch order, after every
+    ///   earlier append.
+    /// - With capability `atomic_batches`: stored all-or-nothing in one transaction, and the
+    ///   events of one topic get consecutive seqs.
+    /// - Without it (this default): appended one after the other, stopping at the first
+    ///   failure, which is the plain error when nothing was stored and
+    ///   [`PhotonError::BatchIncomplete`] with the stored leading events otherwise.
+    ///
+    /// # Errors
+    /// As [`StoragePort::append`] when nothing of the batch was stored;
+    /// [`PhotonError::BatchIncomplete`] (ports without atomic batches) when some was.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may store some, all or none of the batch (with atomic
+    /// batches: all or none).
+    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        append_each(self, drafts).await
+    }
 
     /// Streams records of a topic in seq order per partition.
     ///

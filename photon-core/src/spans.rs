@@ -4,6 +4,7 @@
 //! | span | level | fields | covers |
 //! |---|---|---|---|
 //! | `photon.publish` | debug | backend, topic, key, seq, event_id, error | one `EventStore::publish` (`Photon::publish`, dead letters too): validation, sealing and the append; `seq` and `event_id` are recorded once stored |
+//! | `photon.publish_batch` | debug | backend, events, error | one `EventStore::publish_batch` (`Photon::publish_batch`): validation and sealing of every event and the one `append_batch` |
 //! | `photon.deliver` | debug | backend, topic, key, seq, event_id, subscription or group, error | one record handed out: on a durable or group subscription stream, opening it; in the executor, from reading it until it is finished (handled or dead-lettered), with its attempts as children |
 //! | `photon.handle` | info | handler, topic, key, seq, event_id, subscription or group, attempt, error | one executor handler attempt (`attempt` counts from 1); the handler's future runs inside it |
 //!
@@ -25,6 +26,8 @@ use crate::error::PhotonError;
 
 /// Name of the span of one publish.
 pub const PUBLISH: &str = "photon.publish";
+/// Name of the span of one batch publish.
+pub const PUBLISH_BATCH: &str = "photon.publish_batch";
 /// Name of the span of one delivery.
 pub const DELIVER: &str = "photon.deliver";
 /// Name of the span of one handler attempt.

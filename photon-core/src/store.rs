@@ -63,8 +63,8 @@ pub type HeaderInjector = fn(&mut Headers);
 pub struct EventStore {
     port: Arc<dyn StoragePort>,
     crypto: TransportCrypto,
-    metrics: Arc<PublishMetrics>,
-    inject: Option<HeaderInjector>,
+    pub(crate) metrics: Arc<PublishMetrics>,
+    pub(crate) inject: Option<HeaderInjector>,
 }
 
 impl std::fmt::Debug for EventStore {

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use photon_core::group::GroupOptions;
 use photon_core::{
-    validate_topic_name, Appended, CheckpointCommitter, CheckpointKey, Event, EventStore,
+    validate_topic_name, Appended, BatchEvent, CheckpointCommitter, CheckpointKey, Event, EventStore,
     EventStream, FlushPolicy, GroupRequest, Headers, PhotonError, Result, StartAt, StartPolicy,
     StoragePort, TopicRegistry, TransportCrypto,
 };
@@ -160,6 +160,60 @@ impl Photon {
     ) -> Result<Appended> {
         self.store()
             .publish_with_headers(topic, key, actor, payload, headers)
+            .await
+    }
+
+    /// Publishes a batch of events to one topic: every event is checked and sealed first,
+    /// then all are handed to the storage port at once. Returns one [`Appended`] per
+    /// event, in order; events of one key keep the batch's order. An empty batch stores
+    /// nothing.
+    ///
+    /// Where the port claims `atomic_batches` (mem, SQLite, PostgreSQL) the batch is one
+    /// transaction and one durable commit: stored whole or not at all, its events with
+    /// consecutive seqs. Elsewhere (NATS, Fluvio) it is appended event by event (pipelined
+    /// on NATS). Each event counts once in `photon_published_total` (or
+    /// `photon_publish_errors_total` when not stored); the batch has one
+    /// `photon.publish_batch` span.
+    ///
+    /// # Errors
+    /// Before anything is stored: [`PhotonError::BatchTooLarge`] over
+    /// [`photon_core::MAX_BATCH_EVENTS`] events, [`PhotonError::BatchEventRefused`] naming
+    /// the index of the first event [`Photon::publish_with_headers`] would refuse (invalid
+    /// topic, key or header, payload over a limit) with that error. After: the port's
+    /// errors; on a port without atomic batches, [`PhotonError::BatchIncomplete`] holding
+    /// the events stored before a failure part-way.
+    ///
+    /// # Cancel safety
+    /// A cancelled batch may be stored whole, in part (without atomic batches) or not at
+    /// all; one that returned `Ok` is stored whole.
+    ///
+    /// # Examples
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::{BatchEvent, PhotonError};
+    /// use serde_json::json;
+    /// let photon = photon_runtime::Photon::builder().build()?;
+    /// let batch = vec![
+    ///     BatchEvent::new(json!({"total": 12})).key("o-1"),
+    ///     BatchEvent::new(json!({"total": 30})).key("o-2").actor(json!("alice")),
+    /// ];
+    /// let appended = photon.publish_batch("orders", batch).await?;
+    /// assert_eq!(appended.iter().map(|a| a.seq).collect::<Vec<_>>(), [1, 2]);
+    /// // One bad event refuses the whole batch, naming its index.
+    /// let refused = photon
+    ///     .publish_batch("orders", vec![BatchEvent::new(json!(1)), BatchEvent::new(json!(2)).key("")])
+    ///     .await;
+    /// assert!(matches!(refused, Err(PhotonError::BatchEventRefused { index: 1, .. })));
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn publish_batch(
+        &self,
+        topic: &str,
+        events: impl IntoIterator<Item = BatchEvent>,
+    ) -> Result<Vec<Appended>> {
+        self.store()
+            .publish_batch(events.into_iter().map(|event| (topic, event)))
             .await
     }
 

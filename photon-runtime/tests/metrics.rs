@@ -128,3 +128,36 @@ fn durable_and_group_streams_count_deliveries_acknowledgements_commits_and_lag()
     ]);
     assert_eq!(metrics, expected);
 }
+
+#[test]
+fn each_event_of_a_batch_counts_once() {
+    use photon_runtime::BatchEvent;
+    let metrics = recorded(|| async {
+        let photon = Photon::builder().build().unwrap();
+        let stored = photon
+            .publish_batch("orders", (1..=4).map(|n| BatchEvent::new(json!({ "n": n }))))
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 4);
+        let refused = photon
+            .publish_batch(
+                "orders",
+                vec![BatchEvent::new(json!(5)), BatchEvent::new(json!(6)).key("")],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, PhotonError::BatchEventRefused { index: 1, .. }),
+            "{refused}"
+        );
+        photon.shutdown().await.unwrap();
+    });
+    let expected = BTreeMap::from([
+        (series(names::PUBLISHED, ORDERS), DebugValue::Counter(4)),
+        (
+            series(names::PUBLISH_ERRORS, ORDERS),
+            DebugValue::Counter(2),
+        ),
+    ]);
+    assert_eq!(metrics, expected);
+}

@@ -1,7 +1,8 @@
 //! The in-process port beside a raw `tokio::sync::mpsc` channel.
 //!
 //! The raw side does the same work without Photon: the same JSON payloads, the same number
-//! of concurrent publishers, one consumer.
+//! of concurrent publishers, one consumer; for `publish_batch`, one channel message per
+//! batch of 64 events.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,6 +12,7 @@ use photon_core::{PhotonError, Result};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::photon_side::BATCH_EVENTS;
 use super::{compare, PhotonSide, RawClient};
 use crate::latency::Latencies;
 use crate::measure::{per_second, BenchOptions};
@@ -42,6 +44,14 @@ impl RawClient for RawChannel {
     async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
         raw_latency(options, round).await
     }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    async fn publish_batch_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
+        raw_publish_batches(options).await
+    }
 }
 
 fn task_error(err: tokio::task::JoinError) -> PhotonError {
@@ -59,6 +69,33 @@ async fn raw_publish(options: &BenchOptions) -> Result<f64> {
         tasks.push(tokio::spawn(async move {
             for i in 0..options.share(publisher) {
                 let _ = sender.send((format!("k{}", (publisher + i) % 64), options.payload(i)));
+                tokio::task::consume_budget().await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(task_error)?;
+    }
+    let elapsed = started.elapsed();
+    drop(receiver);
+    Ok(per_second(options.events, elapsed))
+}
+
+/// Publishers send batches of [`BATCH_EVENTS`] events, one channel message per batch.
+async fn raw_publish_batches(options: &BenchOptions) -> Result<f64> {
+    let (sender, receiver) = mpsc::unbounded_channel::<Vec<(String, Value)>>();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for publisher in 0..options.publishers {
+        let sender = sender.clone();
+        let options = *options;
+        tasks.push(tokio::spawn(async move {
+            let share = options.share(publisher);
+            for start in (0..share).step_by(BATCH_EVENTS) {
+                let batch = (start..(start + BATCH_EVENTS).min(share))
+                    .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
+                    .collect();
+                let _ = sender.send(batch);
                 tokio::task::consume_budget().await;
             }
         }));

@@ -69,6 +69,19 @@ pub(crate) trait RawClient {
     async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64>;
     /// `options.latency_share(round)` one-at-a-time publish → receive round trips.
     async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies>;
+    /// Whether the client measures [`RawClient::publish_batch_rate`] (a `publish_batch`
+    /// row is made only then).
+    fn batches(&self) -> bool {
+        false
+    }
+    /// Acknowledged publishes per second written in batches of
+    /// [`photon_side::BATCH_EVENTS`].
+    async fn publish_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let _ = (options, round);
+        Err(photon_core::PhotonError::InvalidInput(
+            "this raw client does not measure batches".into(),
+        ))
+    }
 }
 
 /// Every row of `adapter`: publish, end to end and round trips of Photon in plaintext and
@@ -109,6 +122,27 @@ pub(crate) async fn compare(
     figures
         .throughput
         .extend(raw_rows(adapter, "publish", plain, sealed, raw_rates));
+    if raw.batches() {
+        let [batched, raw_rates] = in_turns(
+            "publish batch",
+            rounds,
+            events,
+            [
+                side("photon", |r| {
+                    photon.publish_batch_rate(options, r).boxed_local()
+                }),
+                side("raw", |r| raw.publish_batch_rate(options, r).boxed_local()),
+            ],
+        )
+        .await?;
+        figures.throughput.push(ThroughputRow::new(
+            adapter,
+            "publish_batch",
+            batched,
+            BaselineKind::Raw,
+            raw_rates,
+        ));
+    }
     if options.publish_only {
         return Ok(figures);
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use photon_core::{PhotonError, Result, StartAt, StoragePort, TransportCrypto};
+use photon_core::{BatchEvent, PhotonError, Result, StartAt, StoragePort, TransportCrypto};
 use photon_runtime::Photon;
 use serde_json::json;
 
@@ -15,6 +15,8 @@ use crate::measure::{per_second, BenchOptions};
 
 /// Keys the publish and end-to-end measurements spread their events over.
 pub(crate) const PUBLISH_KEYS: usize = 64;
+/// Events per `Photon::publish_batch` call (and per raw batch) of the `publish_batch` rows.
+pub(crate) const BATCH_EVENTS: usize = 64;
 
 /// How long a subscriber may take after the publishers are done.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
@@ -108,6 +110,22 @@ impl PhotonSide {
         warm_up(photon, options, &topic).await?;
         let started = Instant::now();
         publish_all(photon, options, &topic, PUBLISH_KEYS).await?;
+        let rate = per_second(options.events, started.elapsed());
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// Acknowledged events per second of `Photon::publish_batch` calls of
+    /// [`BATCH_EVENTS`] events, from `options.publishers` tasks (in plaintext).
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn publish_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let photon = self.photon(Sealing::Plain);
+        let topic = self.topic(Sealing::Plain, "batch", round);
+        warm_up(photon, options, &topic).await?;
+        let started = Instant::now();
+        publish_all_batched(photon, options, &topic, PUBLISH_KEYS).await?;
         let rate = per_second(options.events, started.elapsed());
         self.done_with(&topic).await?;
         Ok(rate)
@@ -282,6 +300,37 @@ pub(crate) async fn publish_all(
                 photon
                     .publish(&topic, Some(&key), json!(null), options.payload(i))
                     .await?;
+            }
+            Ok::<_, PhotonError>(())
+        }));
+    }
+    for task in tasks {
+        task.await
+            .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
+    }
+    photon.store().port().flush().await
+}
+
+/// As [`publish_all`], each task publishing its share in `Photon::publish_batch` calls of
+/// [`BATCH_EVENTS`] events.
+pub(crate) async fn publish_all_batched(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    keys: usize,
+) -> Result<()> {
+    let mut tasks = Vec::with_capacity(options.publishers);
+    for publisher in 0..options.publishers {
+        let photon = photon.clone();
+        let topic = topic.to_owned();
+        let options = *options;
+        tasks.push(tokio::spawn(async move {
+            let share = options.share(publisher);
+            for start in (0..share).step_by(BATCH_EVENTS) {
+                let batch = (start..(start + BATCH_EVENTS).min(share)).map(|i| {
+                    BatchEvent::new(options.payload(i)).key(format!("k{}", (publisher + i) % keys))
+                });
+                photon.publish_batch(&topic, batch).await?;
             }
             Ok::<_, PhotonError>(())
         }));

@@ -5,6 +5,9 @@
 //! transactions of 4,096 rows from one thread (its ceiling: no per-publish
 //! acknowledgement), read back by a second connection in pages of 512.
 //!
+//! For the `publish_batch` row the raw side commits a transaction per 64 rows (the size of
+//! Photon's batches there), from one thread.
+//!
 //! Both settings are measured: `sqlite` rows use `synchronous=FULL` (the port's default:
 //! no acknowledged publish lost on power loss), `sqlite-normal` rows use `NORMAL`.
 
@@ -16,6 +19,7 @@ use photon_backend_sqlite::{SqliteStoragePort, Synchronous};
 use photon_core::{PhotonError, Result};
 use rusqlite::{params, Connection};
 
+use super::photon_side::BATCH_EVENTS;
 use super::{compare, PhotonSide, RawClient};
 use crate::latency::Latencies;
 use crate::measure::{per_second, BenchOptions};
@@ -97,6 +101,23 @@ impl RawClient for RawSqlite {
             .await
     }
 
+    fn batches(&self) -> bool {
+        true
+    }
+
+    async fn publish_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let options = *options;
+        self.blocking(move |path, synchronous| {
+            insert_in_transactions_of(
+                &mut open(path, synchronous)?,
+                &options,
+                &format!("batch{round}"),
+                BATCH_EVENTS,
+            )
+        })
+        .await
+    }
+
     async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
         let options = *options;
         self.blocking(move |path, synchronous| raw_latency(path, &options, synchronous, round))
@@ -155,10 +176,20 @@ fn open(path: &Path, synchronous: &str) -> Result<Connection> {
 /// Inserts every event (encoding its payload as it goes, as Photon does) in transactions
 /// of [`RAW_BATCH`] rows; returns events per second.
 fn insert_all(connection: &mut Connection, options: &BenchOptions, topic: &str) -> Result<f64> {
+    insert_in_transactions_of(connection, options, topic, RAW_BATCH)
+}
+
+/// Inserts every event in transactions of `rows` rows; returns events per second.
+fn insert_in_transactions_of(
+    connection: &mut Connection,
+    options: &BenchOptions,
+    topic: &str,
+    rows: usize,
+) -> Result<f64> {
     let started = Instant::now();
     let mut next = 0;
     while next < options.events {
-        let end = (next + RAW_BATCH).min(options.events);
+        let end = (next + rows).min(options.events);
         let transaction = connection.transaction().map_err(sqlite)?;
         {
             let mut insert = transaction

@@ -112,6 +112,7 @@ impl StoragePort for MemStoragePort {
             head_seq: true,
             catalog: true,
             checkpoint_reset: true,
+            atomic_batches: true,
             durable: false,
             max_payload_bytes: self.shared.max_payload_bytes,
             ..StorageCapabilities::default()
@@ -123,6 +124,11 @@ impl StoragePort for MemStoragePort {
         // scheduler (and could not be cancelled): spend cooperative budget instead.
         tokio::task::consume_budget().await;
         self.append_now(&draft)
+    }
+
+    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
+        tokio::task::consume_budget().await;
+        self.append_batch_now(&drafts)
     }
 
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {

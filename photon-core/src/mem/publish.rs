@@ -28,6 +28,39 @@ impl MemStoragePort {
         })
     }
 
+    /// Stores drafts under one lock: all or (when one cannot be encoded) none, and the
+    /// events of one topic with consecutive seqs.
+    ///
+    /// # Errors
+    /// As [`StoredRecord::encode`]; nothing is stored then.
+    pub(super) fn append_batch_now(&self, drafts: &[RecordDraft]) -> Result<Vec<Appended>> {
+        let records = drafts
+            .iter()
+            .map(StoredRecord::encode)
+            .collect::<Result<Vec<_>>>()?;
+        let mut woken = Vec::new();
+        let appended = {
+            let mut state = self.shared.lock();
+            drafts
+                .iter()
+                .zip(records)
+                .map(|(draft, record)| {
+                    let (number, log) = state.topic_mut(&draft.topic_name);
+                    let (seq, waiting) = log.push(record);
+                    woken.push(waiting);
+                    Appended {
+                        event_id: event_id(number, seq),
+                        seq,
+                    }
+                })
+                .collect()
+        };
+        for waiting in woken {
+            waiting.wake();
+        }
+        Ok(appended)
+    }
+
     /// Appends a record whose stored form is `stored`, which subscriptions cannot decode:
     /// they yield [`crate::PhotonError::Undecodable`] for it, as a durable port does for a
     /// corrupted record. For tests of consumers; the mem port never stores bytes otherwise.

@@ -6,6 +6,7 @@
 //! port refuses its calls with `PhotonError::Unsupported` (see [`Capability`]), so a
 //! missing capability is checked, never passed silently.
 
+mod batches;
 mod delivery;
 mod failures;
 mod groups;
@@ -59,6 +60,7 @@ macro_rules! __photon_scenarios {
             payloads::payload_shapes [],
             payloads::limits_refused [],
             headers::headers_round_trip [],
+            batches::publish_batch [],
             replay::after_seq_exact [],
             replay::checkpoint_monotonic [],
             replay::checkpoint_isolation [],

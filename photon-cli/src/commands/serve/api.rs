@@ -67,6 +67,7 @@ pub(crate) async fn overview(State(app): State<Arc<App>>) -> Response {
             "list": capabilities.list,
             "consumer_groups": capabilities.consumer_groups,
             "checkpoint_reset": capabilities.checkpoint_reset,
+            "atomic_batches": capabilities.atomic_batches,
         },
         "replay_allowed": app.allow_replay,
         "groups": app.groups,
