@@ -214,7 +214,10 @@ mod tests {
     #[tokio::test]
     async fn the_mem_port_stores_a_batch_with_consecutive_seqs_per_topic() {
         let store = store(1024);
-        store.publish("a", None, json!(null), json!(0)).await.unwrap();
+        store
+            .publish("a", None, json!(null), json!(0))
+            .await
+            .unwrap();
         let batch = vec![
             ("a", BatchEvent::new(json!(1)).key("k")),
             ("b", BatchEvent::new(json!(2))),
@@ -322,17 +325,17 @@ mod tests {
                     unreachable!()
                 };
                 assert_eq!(events, 4);
-                assert_eq!(
-                    stored.iter().map(|a| a.seq).collect::<Vec<_>>(),
-                    vec![1, 2]
-                );
+                assert_eq!(stored.iter().map(|a| a.seq).collect::<Vec<_>>(), vec![1, 2]);
             }
             other => panic!("expected BatchIncomplete, got {other:?}"),
         }
         assert_eq!(store.port().head_seq("t", None).await.unwrap(), Some(2));
         // A failure of the first event stored nothing: the plain error.
         let store = failing(0);
-        match store.publish_batch(vec![("t", BatchEvent::new(json!(1)))]).await {
+        match store
+            .publish_batch(vec![("t", BatchEvent::new(json!(1)))])
+            .await
+        {
             Err(PhotonError::Storage { message, .. }) => assert_eq!(message, "append 0 refused"),
             other => panic!("expected Storage, got {other:?}"),
         }

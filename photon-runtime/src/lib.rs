@@ -44,7 +44,7 @@ pub use photon::Photon;
 pub use subscription::DurableSubscription;
 
 pub use photon_core::{
-    Appended, BatchEvent, CheckpointKey, Event, EventStream, FlushPolicy, Headers, PhotonError, StartAt,
-    StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
+    Appended, BatchEvent, CheckpointKey, Event, EventStream, FlushPolicy, Headers, PhotonError,
+    StartAt, StartPolicy, StorageCapabilities, StoragePort, TopicDescriptor, TopicRegistry,
     TransactionOutcome, TransactionalPort, TransportCrypto,
 };

@@ -4,9 +4,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use photon_core::group::GroupOptions;
 use photon_core::{
-    validate_topic_name, Appended, BatchEvent, CheckpointCommitter, CheckpointKey, Event, EventStore,
-    EventStream, FlushPolicy, GroupRequest, Headers, PhotonError, Result, StartAt, StartPolicy,
-    StoragePort, TopicRegistry, TransportCrypto,
+    validate_topic_name, Appended, BatchEvent, CheckpointCommitter, CheckpointKey, Event,
+    EventStore, EventStream, FlushPolicy, GroupRequest, Headers, PhotonError, Result, StartAt,
+    StartPolicy, StoragePort, TopicRegistry, TransportCrypto,
 };
 use serde_json::Value;
 

@@ -135,7 +135,10 @@ fn each_event_of_a_batch_counts_once() {
     let metrics = recorded(|| async {
         let photon = Photon::builder().build().unwrap();
         let stored = photon
-            .publish_batch("orders", (1..=4).map(|n| BatchEvent::new(json!({ "n": n }))))
+            .publish_batch(
+                "orders",
+                (1..=4).map(|n| BatchEvent::new(json!({ "n": n }))),
+            )
             .await
             .unwrap();
         assert_eq!(stored.len(), 4);

@@ -47,7 +47,10 @@ pub async fn publish_batch(ctx: Context) {
     match store.publish_batch(bad_key).await {
         Err(PhotonError::BatchEventRefused { index, source }) => {
             assert_eq!(index, 1);
-            assert!(matches!(*source, PhotonError::InvalidKey { .. }), "{source}");
+            assert!(
+                matches!(*source, PhotonError::InvalidKey { .. }),
+                "{source}"
+            );
         }
         other => panic!("expected BatchEventRefused at index 1, got {other:?}"),
     }
@@ -119,7 +122,11 @@ pub async fn publish_batch(ctx: Context) {
         .collect();
     assert_eq!(
         payloads,
-        vec![json!({"audit": 0}), json!({"audit": 4}), json!({"audit": 8})]
+        vec![
+            json!({"audit": 0}),
+            json!({"audit": 4}),
+            json!({"audit": 8})
+        ]
     );
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
 
