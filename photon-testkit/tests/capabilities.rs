@@ -221,7 +221,7 @@ fn one_list_of_scenarios() {
     let names: Vec<&str> = photon_testkit::SCENARIOS.iter().map(|s| s.name).collect();
     let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len());
-    assert_eq!(names.len(), 41);
+    assert_eq!(names.len(), 42);
     let gated: Vec<(&str, Vec<photon_testkit::Capability>)> = photon_testkit::SCENARIOS
         .iter()
         .filter(|s| !s.requires.is_empty())
