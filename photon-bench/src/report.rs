@@ -184,7 +184,9 @@ pub struct ThroughputRow {
     /// Adapter label: `mem`, `sqlite`, `sqlite-normal`, `nats`, `fluvio`.
     pub adapter: String,
     /// What was measured: `publish`, `publish_sealed`, `publish_batch` (batches of 64),
-    /// `end_to_end`, `end_to_end_sealed`, `executor`, `publish_with_subscriber`, `group_1`, `group_2`, `group_4`.
+    /// `end_to_end`, `end_to_end_sealed`, `end_to_end_batch` (published in batches of 64),
+    /// `executor`, `keyed_replay`, `publish_with_subscriber`, `group_1`, `group_2`,
+    /// `group_4`.
     pub metric: String,
     /// Always `events/s`.
     pub unit: String,

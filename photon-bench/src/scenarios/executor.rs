@@ -14,7 +14,7 @@ use photon_core::{PhotonError, Result};
 use photon_runtime::{HandlerOptions, Photon};
 use tokio::sync::Notify;
 
-use super::photon_side::{durable_rate, publish_all, warm_up, PhotonSide, Sealing};
+use super::photon_side::{durable_rate, publish_all, warm_up, PhotonSide, Publishing, Sealing};
 use crate::measure::{per_second, BenchOptions};
 
 /// Keys the executor measurement spreads its events over.
@@ -42,8 +42,14 @@ impl PhotonSide {
     /// The port's errors.
     pub async fn durable_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let topic = self.topic(Sealing::Plain, "durable", round);
-        let rate =
-            durable_rate(self.photon(Sealing::Plain), options, &topic, EXECUTOR_KEYS).await?;
+        let rate = durable_rate(
+            self.photon(Sealing::Plain),
+            options,
+            &topic,
+            EXECUTOR_KEYS,
+            Publishing::Each,
+        )
+        .await?;
         self.done_with(&topic).await?;
         Ok(rate)
     }

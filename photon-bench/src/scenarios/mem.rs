@@ -52,6 +52,10 @@ impl RawClient for RawChannel {
     async fn publish_batch_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
         raw_publish_batches(options).await
     }
+
+    async fn end_to_end_batch_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
+        raw_end_to_end_batches(options).await
+    }
 }
 
 fn task_error(err: tokio::task::JoinError) -> PhotonError {
@@ -127,6 +131,39 @@ async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
     let mut received = 0;
     while receiver.recv().await.is_some() {
         received += 1;
+    }
+    if received != options.events {
+        return Err(PhotonError::InvalidInput(format!(
+            "raw channel delivered {received} of {}",
+            options.events
+        )));
+    }
+    Ok(per_second(options.events, started.elapsed()))
+}
+
+/// As [`raw_end_to_end`], one channel message per batch of [`BATCH_EVENTS`] events.
+async fn raw_end_to_end_batches(options: &BenchOptions) -> Result<f64> {
+    let (sender, mut receiver) = mpsc::channel::<Vec<(String, Value)>>(1024 / BATCH_EVENTS);
+    let started = Instant::now();
+    for publisher in 0..options.publishers {
+        let sender = sender.clone();
+        let options = *options;
+        tokio::spawn(async move {
+            let share = options.share(publisher);
+            for start in (0..share).step_by(BATCH_EVENTS) {
+                let batch = (start..(start + BATCH_EVENTS).min(share))
+                    .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
+                    .collect();
+                if sender.send(batch).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    drop(sender);
+    let mut received = 0;
+    while let Some(batch) = receiver.recv().await {
+        received += batch.len();
     }
     if received != options.events {
         return Err(PhotonError::InvalidInput(format!(

@@ -78,10 +78,18 @@ pub(crate) trait RawClient {
     /// [`photon_side::BATCH_EVENTS`].
     async fn publish_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let _ = (options, round);
-        Err(photon_core::PhotonError::InvalidInput(
-            "this raw client does not measure batches".into(),
-        ))
+        Err(no_batches())
     }
+    /// Events per second from publish, in batches of [`photon_side::BATCH_EVENTS`], to
+    /// consumption.
+    async fn end_to_end_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let _ = (options, round);
+        Err(no_batches())
+    }
+}
+
+fn no_batches() -> photon_core::PhotonError {
+    photon_core::PhotonError::InvalidInput("this raw client does not measure batches".into())
 }
 
 /// Every row of `adapter`: publish, end to end and round trips of Photon in plaintext and
@@ -169,6 +177,29 @@ pub(crate) async fn compare(
     figures
         .throughput
         .extend(raw_rows(adapter, "end_to_end", plain, sealed, raw_rates));
+    if raw.batches() {
+        let [batched, raw_rates] = in_turns(
+            "end to end batch",
+            rounds,
+            events,
+            [
+                side("photon", |r| {
+                    photon.end_to_end_batch_rate(options, r).boxed_local()
+                }),
+                side("raw", |r| {
+                    raw.end_to_end_batch_rate(options, r).boxed_local()
+                }),
+            ],
+        )
+        .await?;
+        figures.throughput.push(ThroughputRow::new(
+            adapter,
+            "end_to_end_batch",
+            batched,
+            BaselineKind::Raw,
+            raw_rates,
+        ));
+    }
 
     let [executor, durable] = in_turns(
         "executor",

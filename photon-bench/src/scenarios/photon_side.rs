@@ -21,6 +21,15 @@ pub(crate) const BATCH_EVENTS: usize = 64;
 /// How long a subscriber may take after the publishers are done.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
 
+/// How the publishers of a measurement hand their events to Photon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publishing {
+    /// One `Photon::publish` call per event, each acknowledgement awaited.
+    Each,
+    /// `Photon::publish_batch` calls of [`BATCH_EVENTS`] events.
+    Batched,
+}
+
 /// Whether events are sealed with a transport key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sealing {
@@ -143,7 +152,21 @@ impl PhotonSide {
         sealing: Sealing,
     ) -> Result<f64> {
         let topic = self.topic(sealing, "e2e", round);
-        let rate = durable_rate(self.photon(sealing), options, &topic, PUBLISH_KEYS).await?;
+        let photon = self.photon(sealing);
+        let rate = durable_rate(photon, options, &topic, PUBLISH_KEYS, Publishing::Each).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// As [`PhotonSide::end_to_end_rate`] in plaintext, the publishers calling
+    /// `Photon::publish_batch` with [`BATCH_EVENTS`] events at a time.
+    ///
+    /// # Errors
+    /// The port's errors.
+    pub async fn end_to_end_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let topic = self.topic(Sealing::Plain, "e2e-batch", round);
+        let photon = self.photon(Sealing::Plain);
+        let rate = durable_rate(photon, options, &topic, PUBLISH_KEYS, Publishing::Batched).await?;
         self.done_with(&topic).await?;
         Ok(rate)
     }
@@ -358,6 +381,7 @@ pub(crate) async fn durable_rate(
     options: &BenchOptions,
     topic: &str,
     keys: usize,
+    publishing: Publishing,
 ) -> Result<f64> {
     warm_up(photon, options, topic).await?;
     let mut subscription = photon.durable("bench", topic, None);
@@ -367,7 +391,12 @@ pub(crate) async fn durable_rate(
     let started = Instant::now();
     let publishing = {
         let (photon, options, topic) = (photon.clone(), *options, topic.to_owned());
-        tokio::spawn(async move { publish_all(&photon, &options, &topic, keys).await })
+        tokio::spawn(async move {
+            match publishing {
+                Publishing::Each => publish_all(&photon, &options, &topic, keys).await,
+                Publishing::Batched => publish_all_batched(&photon, &options, &topic, keys).await,
+            }
+        })
     };
     for _ in 0..options.events {
         let event = next(&mut subscription).await?;

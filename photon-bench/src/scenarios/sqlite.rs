@@ -97,8 +97,18 @@ impl RawClient for RawSqlite {
 
     async fn end_to_end_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let options = *options;
-        self.blocking(move |path, synchronous| raw_end_to_end(path, &options, synchronous, round))
-            .await
+        self.blocking(move |path, synchronous| {
+            raw_end_to_end(path, &options, synchronous, round, RAW_BATCH)
+        })
+        .await
+    }
+
+    async fn end_to_end_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let options = *options;
+        self.blocking(move |path, synchronous| {
+            raw_end_to_end(path, &options, synchronous, round, BATCH_EVENTS)
+        })
+        .await
     }
 
     fn batches(&self) -> bool {
@@ -210,21 +220,25 @@ fn insert_in_transactions_of(
     Ok(per_second(options.events, started.elapsed()))
 }
 
-/// One thread inserts while another reads pages until it has every event.
+/// One thread inserts in transactions of `rows` rows while another reads pages until it
+/// has every event.
 fn raw_end_to_end(
     path: &Path,
     options: &BenchOptions,
     synchronous: &str,
     round: usize,
+    rows: usize,
 ) -> Result<f64> {
     let mut writer = open(path, synchronous)?;
     let reader = open(path, synchronous)?;
-    let topic = format!("e2e{round}");
+    let topic = format!("e2e{rows}-{round}");
     let started = Instant::now();
     let options_copy = *options;
     let inserting = {
         let topic = topic.clone();
-        std::thread::spawn(move || insert_all(&mut writer, &options_copy, &topic))
+        std::thread::spawn(move || {
+            insert_in_transactions_of(&mut writer, &options_copy, &topic, rows)
+        })
     };
     let mut after = 0_i64;
     let mut received = 0;
