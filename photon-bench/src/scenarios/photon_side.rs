@@ -134,7 +134,7 @@ impl PhotonSide {
         let topic = self.topic(Sealing::Plain, "batch", round);
         warm_up(photon, options, &topic).await?;
         let started = Instant::now();
-        publish_all_batched(photon, options, &topic, PUBLISH_KEYS).await?;
+        publish_all_as(photon, options, &topic, PUBLISH_KEYS, Publishing::Batched).await?;
         let rate = per_second(options.events, started.elapsed());
         self.done_with(&topic).await?;
         Ok(rate)
@@ -312,35 +312,16 @@ pub(crate) async fn publish_all(
     topic: &str,
     keys: usize,
 ) -> Result<()> {
-    let mut tasks = Vec::with_capacity(options.publishers);
-    for publisher in 0..options.publishers {
-        let photon = photon.clone();
-        let topic = topic.to_owned();
-        let options = *options;
-        tasks.push(tokio::spawn(async move {
-            for i in 0..options.share(publisher) {
-                let key = format!("k{}", (publisher + i) % keys);
-                photon
-                    .publish(&topic, Some(&key), json!(null), options.payload(i))
-                    .await?;
-            }
-            Ok::<_, PhotonError>(())
-        }));
-    }
-    for task in tasks {
-        task.await
-            .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
-    }
-    photon.store().port().flush().await
+    publish_all_as(photon, options, topic, keys, Publishing::Each).await
 }
 
-/// As [`publish_all`], each task publishing its share in `Photon::publish_batch` calls of
-/// [`BATCH_EVENTS`] events.
-pub(crate) async fn publish_all_batched(
+/// As [`publish_all`], each task handing its share to Photon as `publishing` says.
+pub(crate) async fn publish_all_as(
     photon: &Photon,
     options: &BenchOptions,
     topic: &str,
     keys: usize,
+    publishing: Publishing,
 ) -> Result<()> {
     let mut tasks = Vec::with_capacity(options.publishers);
     for publisher in 0..options.publishers {
@@ -349,11 +330,22 @@ pub(crate) async fn publish_all_batched(
         let options = *options;
         tasks.push(tokio::spawn(async move {
             let share = options.share(publisher);
-            for start in (0..share).step_by(BATCH_EVENTS) {
-                let batch = (start..(start + BATCH_EVENTS).min(share)).map(|i| {
-                    BatchEvent::new(options.payload(i)).key(format!("k{}", (publisher + i) % keys))
-                });
-                photon.publish_batch(&topic, batch).await?;
+            let key = |i: usize| format!("k{}", (publisher + i) % keys);
+            match publishing {
+                Publishing::Each => {
+                    for i in 0..share {
+                        photon
+                            .publish(&topic, Some(&key(i)), json!(null), options.payload(i))
+                            .await?;
+                    }
+                }
+                Publishing::Batched => {
+                    for start in (0..share).step_by(BATCH_EVENTS) {
+                        let batch = (start..(start + BATCH_EVENTS).min(share))
+                            .map(|i| BatchEvent::new(options.payload(i)).key(key(i)));
+                        photon.publish_batch(&topic, batch).await?;
+                    }
+                }
             }
             Ok::<_, PhotonError>(())
         }));
@@ -391,12 +383,9 @@ pub(crate) async fn durable_rate(
     let started = Instant::now();
     let publishing = {
         let (photon, options, topic) = (photon.clone(), *options, topic.to_owned());
-        tokio::spawn(async move {
-            match publishing {
-                Publishing::Each => publish_all(&photon, &options, &topic, keys).await,
-                Publishing::Batched => publish_all_batched(&photon, &options, &topic, keys).await,
-            }
-        })
+        tokio::spawn(
+            async move { publish_all_as(&photon, &options, &topic, keys, publishing).await },
+        )
     };
     for _ in 0..options.events {
         let event = next(&mut subscription).await?;
