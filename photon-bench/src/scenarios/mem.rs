@@ -96,9 +96,7 @@ async fn raw_publish_batches(options: &BenchOptions) -> Result<f64> {
         tasks.push(tokio::spawn(async move {
             let share = options.share(publisher);
             for start in (0..share).step_by(BATCH_EVENTS) {
-                let batch = (start..(start + BATCH_EVENTS).min(share))
-                    .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
-                    .collect();
+                let batch = raw_batch(&options, publisher, start);
                 let _ = sender.send(batch);
                 tokio::task::consume_budget().await;
             }
@@ -132,12 +130,7 @@ async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
     while receiver.recv().await.is_some() {
         received += 1;
     }
-    if received != options.events {
-        return Err(PhotonError::InvalidInput(format!(
-            "raw channel delivered {received} of {}",
-            options.events
-        )));
-    }
+    delivered_all(options, received)?;
     Ok(per_second(options.events, started.elapsed()))
 }
 
@@ -151,9 +144,7 @@ async fn raw_end_to_end_batches(options: &BenchOptions) -> Result<f64> {
         tokio::spawn(async move {
             let share = options.share(publisher);
             for start in (0..share).step_by(BATCH_EVENTS) {
-                let batch = (start..(start + BATCH_EVENTS).min(share))
-                    .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
-                    .collect();
+                let batch = raw_batch(&options, publisher, start);
                 if sender.send(batch).await.is_err() {
                     return;
                 }
@@ -165,13 +156,27 @@ async fn raw_end_to_end_batches(options: &BenchOptions) -> Result<f64> {
     while let Some(batch) = receiver.recv().await {
         received += batch.len();
     }
+    delivered_all(options, received)?;
+    Ok(per_second(options.events, started.elapsed()))
+}
+
+/// Publisher `publisher`'s batch of up to [`BATCH_EVENTS`] events from its `start`th.
+fn raw_batch(options: &BenchOptions, publisher: usize, start: usize) -> Vec<(String, Value)> {
+    let end = (start + BATCH_EVENTS).min(options.share(publisher));
+    (start..end)
+        .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
+        .collect()
+}
+
+/// Whether the raw channel delivered every event of the measurement.
+fn delivered_all(options: &BenchOptions, received: usize) -> Result<()> {
     if received != options.events {
         return Err(PhotonError::InvalidInput(format!(
             "raw channel delivered {received} of {}",
             options.events
         )));
     }
-    Ok(per_second(options.events, started.elapsed()))
+    Ok(())
 }
 
 async fn raw_latency(options: &BenchOptions, round: usize) -> Result<Latencies> {

@@ -21,7 +21,7 @@ use photon_core::Result;
 use crate::latency::{Latencies, LatencyFigure};
 use crate::measure::BenchOptions;
 use crate::report::{AdapterFigures, BaselineKind, LatencyRow, ThroughputRow};
-use turns::{in_turns, side};
+use turns::{in_turns, side, Side};
 
 /// The adapters this harness knows, in report order.
 pub const ADAPTERS: &[&str] = &["mem", "sqlite", "postgres", "nats", "fluvio"];
@@ -131,25 +131,15 @@ pub(crate) async fn compare(
         .throughput
         .extend(raw_rows(adapter, "publish", plain, sealed, raw_rates));
     if raw.batches() {
-        let [batched, raw_rates] = in_turns(
-            "publish batch",
-            rounds,
-            events,
-            [
-                side("photon", |r| {
-                    photon.publish_batch_rate(options, r).boxed_local()
-                }),
-                side("raw", |r| raw.publish_batch_rate(options, r).boxed_local()),
-            ],
-        )
-        .await?;
-        figures.throughput.push(ThroughputRow::new(
-            adapter,
-            "publish_batch",
-            batched,
+        let row = paired_row(
+            (adapter, "publish_batch", options),
+            side("photon", |r| {
+                photon.publish_batch_rate(options, r).boxed_local()
+            }),
             BaselineKind::Raw,
-            raw_rates,
-        ));
+            side("raw", |r| raw.publish_batch_rate(options, r).boxed_local()),
+        );
+        figures.throughput.push(row.await?);
     }
     if options.publish_only {
         return Ok(figures);
@@ -178,70 +168,40 @@ pub(crate) async fn compare(
         .throughput
         .extend(raw_rows(adapter, "end_to_end", plain, sealed, raw_rates));
     if raw.batches() {
-        let [batched, raw_rates] = in_turns(
-            "end to end batch",
-            rounds,
-            events,
-            [
-                side("photon", |r| {
-                    photon.end_to_end_batch_rate(options, r).boxed_local()
-                }),
-                side("raw", |r| {
-                    raw.end_to_end_batch_rate(options, r).boxed_local()
-                }),
-            ],
-        )
-        .await?;
-        figures.throughput.push(ThroughputRow::new(
-            adapter,
-            "end_to_end_batch",
-            batched,
+        let row = paired_row(
+            (adapter, "end_to_end_batch", options),
+            side("photon", |r| {
+                photon.end_to_end_batch_rate(options, r).boxed_local()
+            }),
             BaselineKind::Raw,
-            raw_rates,
-        ));
+            side("raw", |r| {
+                raw.end_to_end_batch_rate(options, r).boxed_local()
+            }),
+        );
+        figures.throughput.push(row.await?);
     }
 
-    let [executor, durable] = in_turns(
-        "executor",
-        rounds,
-        events,
-        [
-            side("executor", |r| {
-                photon.executor_rate(options, r).boxed_local()
-            }),
-            side("durable", |r| photon.durable_rate(options, r).boxed_local()),
-        ],
-    )
-    .await?;
-    figures.throughput.push(ThroughputRow::new(
-        adapter,
-        "executor",
-        executor,
+    let row = paired_row(
+        (adapter, "executor", options),
+        side("executor", |r| {
+            photon.executor_rate(options, r).boxed_local()
+        }),
         BaselineKind::Durable,
-        durable,
-    ));
+        side("durable", |r| photon.durable_rate(options, r).boxed_local()),
+    );
+    figures.throughput.push(row.await?);
 
-    let [keyed, whole] = in_turns(
-        "keyed replay",
-        rounds,
-        events,
-        [
-            side("keyed", |r| {
-                photon.replay_rate(options, r, Some("k0")).boxed_local()
-            }),
-            side("whole", |r| {
-                photon.replay_rate(options, r, None).boxed_local()
-            }),
-        ],
-    )
-    .await?;
-    figures.throughput.push(ThroughputRow::new(
-        adapter,
-        "keyed_replay",
-        keyed,
+    let row = paired_row(
+        (adapter, "keyed_replay", options),
+        side("keyed", |r| {
+            photon.replay_rate(options, r, Some("k0")).boxed_local()
+        }),
         BaselineKind::WholeTopic,
-        whole,
-    ));
+        side("whole", |r| {
+            photon.replay_rate(options, r, None).boxed_local()
+        }),
+    );
+    figures.throughput.push(row.await?);
 
     let [plain, sealed, raw_latencies] = in_turns(
         "round trip",
@@ -268,6 +228,26 @@ pub(crate) async fn compare(
         });
     }
     Ok(figures)
+}
+
+/// The row `metric` of `adapter`: Photon's side beside `baseline`, in turns over
+/// `options.rounds` rounds (stderr names the rounds after the metric).
+async fn paired_row<'a>(
+    (adapter, metric, options): (&str, &str, &BenchOptions),
+    photon: Side<'a, f64>,
+    baseline_kind: BaselineKind,
+    baseline: Side<'a, f64>,
+) -> Result<ThroughputRow> {
+    let what = metric.replace('_', " ");
+    let [photon, baseline] =
+        in_turns(&what, options.rounds, options.events, [photon, baseline]).await?;
+    Ok(ThroughputRow::new(
+        adapter,
+        metric,
+        photon,
+        baseline_kind,
+        baseline,
+    ))
 }
 
 /// `metric` in plaintext and `{metric}_sealed`, each beside the same raw rounds.

@@ -381,7 +381,7 @@ pub(crate) async fn durable_rate(
     let first = next(&mut subscription).await?;
     subscription.ack(&first).await?;
     let started = Instant::now();
-    let publishing = {
+    let publishers = {
         let (photon, options, topic) = (photon.clone(), *options, topic.to_owned());
         tokio::spawn(
             async move { publish_all_as(&photon, &options, &topic, keys, publishing).await },
@@ -393,7 +393,7 @@ pub(crate) async fn durable_rate(
     }
     subscription.flush().await?;
     let elapsed = started.elapsed();
-    publishing
+    publishers
         .await
         .map_err(|e| PhotonError::InvalidInput(format!("publisher task: {e}")))??;
     Ok(per_second(options.events, elapsed))
