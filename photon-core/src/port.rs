@@ -188,6 +188,15 @@ pub trait Acknowledge: Send + Sync {
     fn ownership(&self) -> Option<Ownership> {
         None
     }
+
+    /// Whether work on this delivery may start now. `false` once the member stopped
+    /// handing out the delivery's partition (its lease was lost or lapsed, or the partition
+    /// is being handed over): the event belongs to the partition's next owner, so a
+    /// consumer that has not started it yet gives it back instead. Always `true` outside
+    /// lease-based groups.
+    fn current(&self) -> bool {
+        true
+    }
 }
 
 /// One event delivered to one member of a group.

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use photon_core::group::GroupMembership;
+use photon_core::group::{owner_name, GroupMembership, DEFAULT_PARTITIONS};
 use photon_core::metrics::{Consumer, ConsumerMetrics};
 use photon_core::{Acknowledge, DeliveryStream, Event, EventStore, PhotonError, Result};
 
@@ -292,7 +292,8 @@ pub struct GroupStatus {
     pub topic: String,
     /// Live members by name.
     pub members: Vec<String>,
-    /// Partitions that ever had a lease, by partition.
+    /// The partitions of the group's current partition count that ever had a lease, by
+    /// partition.
     pub partitions: Vec<PartitionStatus>,
 }
 
@@ -330,18 +331,13 @@ pub(crate) async fn status(
     } else {
         None
     };
-    let partitions = coordination
-        .leases(&scope)
-        .await?
+    let (_, leases) =
+        photon_core::group::current_view(coordination, &scope, DEFAULT_PARTITIONS).await?;
+    let partitions = leases
         .into_iter()
-        .map(|lease| PartitionStatus {
-            partition: lease.partition,
-            owner: lease.live.then(|| {
-                lease
-                    .owner
-                    .rsplit_once('#')
-                    .map_or(lease.owner.clone(), |(name, _)| name.to_owned())
-            }),
+        .map(|(partition, lease)| PartitionStatus {
+            partition,
+            owner: lease.live.then(|| owner_name(&lease.owner).to_owned()),
             epoch: lease.epoch,
             checkpoint: lease.checkpoint,
             behind_head: head.map(|head| head - lease.checkpoint.unwrap_or(0)),

@@ -37,8 +37,9 @@ pub use executor::{
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
     HandlerOptions, HandlerSnapshot, IntoHandlerResult, RetryPolicy, StoredBody, SubscribeOptions,
     TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
-    WAIT_IDLE_TIMEOUT,
+    DEFAULT_MAX_HANDLER_TIME, WAIT_IDLE_TIMEOUT,
 };
+pub use executor::current_ownership;
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
 pub use subscription::DurableSubscription;

@@ -329,8 +329,9 @@ impl Photon {
         )
     }
 
-    /// Joins consumer group `group` on `topic` as a new member (named after the process
-    /// id, the clock and a counter) with the default options: the members share the topic's
+    /// Joins consumer group `group` on `topic` as this process's next member
+    /// ([`photon_core::group::nth_member`]: `PHOTON_GROUP_MEMBER`, else `<hostname>-<pid>`,
+    /// then `-2`, `-3`, ... for further members of the group) with the default options: the members share the topic's
     /// events, each key handled by one member at a time, in order. See
     /// [`GroupSubscription`] and, for what each backend guarantees, the README.
     ///
@@ -347,15 +348,7 @@ impl Photon {
     /// # });
     /// ```
     pub fn group(&self, group: &str, topic: &str) -> GroupSubscription {
-        static JOINED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let member = format!(
-            "{}-{nanos:x}-{}",
-            std::process::id(),
-            JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
+        let member = photon_core::group::nth_member(group, topic);
         self.group_with(group, topic, GroupOptions::new(member))
     }
 

@@ -40,12 +40,19 @@ pub struct LiveMember {
 /// The lease a delivery was handed out under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ownership {
-    /// The partition.
+    /// The partition's id in the store: its index while the group keeps its first
+    /// partition count; after a change of count, `generation << 16 | index` (see
+    /// [`crate::group::layout`]), so that `(partition, epoch)` never repeats.
     pub partition: u32,
     /// The lease's epoch.
     pub epoch: u64,
     /// The owner token (this member incarnation).
     pub owner: String,
+}
+
+/// The member name in an owner token (`<member name>#<incarnation>`).
+pub fn owner_name(owner: &str) -> &str {
+    owner.rsplit_once('#').map_or(owner, |(name, _)| name)
 }
 
 /// A partition's lease as stored, for visibility.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -15,8 +15,9 @@ use tokio::time::MissedTickBehavior;
 
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
-use crate::group::assignment::assigned_to;
-use crate::group::coordination::{GroupCoordination, GroupScope, LiveMember};
+use crate::group::assignment::sticky;
+use crate::group::coordination::{owner_name, GroupCoordination, GroupScope, LiveMember};
+use crate::group::layout::{self, current_leases, Layout};
 use crate::group::options::GroupOptions;
 use crate::group::partition::{
     GroupAck, Handout, Owned, Redelivery, UndecodableAck, UndecodableAcks,
@@ -53,6 +54,46 @@ struct Member {
     shared: SharedReader,
     out: mpsc::UnboundedSender<Handout>,
     metrics: ConsumerMetrics,
+    /// The store splits the topic itself (broker shards): the layout is the shard count.
+    sharded: bool,
+    /// Waiting for members of another partition count to leave (logged once).
+    waiting: AtomicBool,
+}
+
+/// What one heartbeat should hold.
+struct Plan {
+    /// The layout to hold partitions of; `None`: hold nothing (waiting), or keep what is
+    /// held when the assignment could not be read.
+    layout: Option<Layout>,
+    /// The partitions (indexes) this member should own.
+    mine: Vec<u32>,
+    /// Partitions whose live lease another owner holds.
+    others: Vec<bool>,
+    /// Keep every partition held (the assignment could not be read): nothing moves.
+    keep: bool,
+}
+
+impl Plan {
+    fn wait() -> Self {
+        Self {
+            layout: None,
+            mine: Vec::new(),
+            others: Vec::new(),
+            keep: false,
+        }
+    }
+
+    /// Keeps the partitions held (a transient read error): nothing moves.
+    fn keep() -> Self {
+        Self {
+            keep: true,
+            ..Self::wait()
+        }
+    }
+
+    fn held_by_another(&self, partition: u32) -> bool {
+        self.others.get(partition as usize).copied().unwrap_or(false)
+    }
 }
 
 /// Joins a group through a port's [`GroupCoordination`]: the member heartbeats, owns the
@@ -79,7 +120,8 @@ pub fn join(
         leave: None,
     };
     let mut options = options;
-    if let Some(partitions) = coordination.topic_partitions(&request.topic) {
+    let shards = coordination.topic_partitions(&request.topic);
+    if let Some(partitions) = shards {
         options.partitions = partitions;
     }
     if let Err(err) = options.validate() {
@@ -115,6 +157,8 @@ pub fn join(
         owned: Mutex::new(BTreeMap::new()),
         shared,
         out,
+        sharded: shards.is_some(),
+        waiting: AtomicBool::new(false),
     });
     let (leave, leaving) = oneshot::channel();
     membership.leave = Some(leave);
@@ -140,13 +184,7 @@ impl Member {
                     }
                     return;
                 }
-                _ = heartbeat.tick() => {
-                    if let Err(err) = self.rebalance().await {
-                        let _ = self.out.send(Handout::Error(err));
-                        self.leave(false).await;
-                        return;
-                    }
-                }
+                _ = heartbeat.tick() => self.rebalance().await,
                 _ = commit.tick() => self.commit_all().await,
             }
         }
@@ -174,10 +212,7 @@ impl Member {
 
     /// One heartbeat: renews what stays, drains and releases what moved, acquires what
     /// became ours.
-    ///
-    /// # Errors
-    /// A config error when another member splits the topic differently.
-    async fn rebalance(&self) -> Result<()> {
+    async fn rebalance(&self) {
         let options = &self.options;
         let members = match self
             .coordination
@@ -186,7 +221,7 @@ impl Member {
                 &options.member,
                 &self.owner,
                 options.partitions,
-                options.lease,
+                options.presence(),
             )
             .await
         {
@@ -194,25 +229,22 @@ impl Member {
             Err(err) => {
                 // Leases lapse on their own deadline; the next heartbeat tries again.
                 tracing::warn!(scope = ?self.scope, %err, "group heartbeat failed");
-                return Ok(());
+                return;
             }
         };
-        if let Some(other) = members.iter().find(|m| m.partitions != options.partitions) {
-            return Err(PhotonError::Config {
-                variable: "group option partitions".into(),
-                value: options.partitions.to_string(),
-                expected: format!(
-                    "the partition count of group {:?}: member {:?} uses {}",
-                    self.scope.group, other.name, other.partitions
-                ),
-            });
-        }
-        let mut names: Vec<LiveMember> = members;
-        names.dedup_by(|a, b| a.name == b.name);
-        let mine = assigned_to(&names, &options.member, options.partitions);
+        let plan = match self.plan(&members).await {
+            Ok(plan) => plan,
+            Err(err) => {
+                tracing::warn!(scope = ?self.scope, %err, "group assignment unreadable; keeping the partitions held");
+                Plan::keep()
+            }
+        };
         let mut renewing = Vec::new();
         for owned in self.owned() {
-            if !mine.contains(&owned.partition) && !owned.draining() {
+            let stays = plan.keep
+                || plan.layout.is_some_and(|layout| layout.id(owned.partition) == owned.id)
+                    && plan.mine.contains(&owned.partition);
+            if !stays && !owned.draining() {
                 owned.drain();
             }
             if owned.draining() {
@@ -233,16 +265,49 @@ impl Member {
             }
             renewing.push(owned);
         }
-        // One call for every renewal of this heartbeat: a store may write them as one.
-        let sent = Instant::now();
-        let leases: Vec<(u32, u64)> = renewing.iter().map(|o| (o.partition, o.epoch)).collect();
-        let renewed = if leases.is_empty() {
-            Vec::new()
-        } else {
-            self.coordination
-                .renew_many(&self.scope, &self.owner, &leases, options.lease)
-                .await
+        self.renew(&renewing).await;
+        let Some(layout) = plan.layout else {
+            return;
         };
+        let mut shared = Vec::new();
+        for partition in plan.mine.iter().copied() {
+            if lock(&self.owned).contains_key(&partition) || plan.held_by_another(partition) {
+                continue;
+            }
+            let sent = Instant::now();
+            let id = layout.id(partition);
+            match self
+                .coordination
+                .acquire(&self.scope, id, &self.owner, options.lease)
+                .await
+            {
+                Ok(Some(epoch)) => {
+                    shared.extend(self.take((partition, id), epoch, sent).await);
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(scope = ?self.scope, %err, "group lease acquisition failed")
+                }
+            }
+        }
+        if !shared.is_empty() {
+            // Together, so that the partitions taken in one heartbeat restart the shared
+            // reader at most once.
+            self.shared.add(shared);
+        }
+    }
+
+    /// Renews the leases of `renewing` in one call (a store may write them as one).
+    async fn renew(&self, renewing: &[Arc<Owned>]) {
+        if renewing.is_empty() {
+            return;
+        }
+        let sent = Instant::now();
+        let leases: Vec<(u32, u64)> = renewing.iter().map(|o| (o.id, o.epoch)).collect();
+        let renewed = self
+            .coordination
+            .renew_many(&self.scope, &self.owner, &leases, self.options.lease)
+            .await;
         for (owned, renewed) in renewing.iter().zip(renewed) {
             match renewed {
                 Ok(true) => owned.extend(self.local_deadline(sent)),
@@ -255,30 +320,70 @@ impl Member {
                 }
             }
         }
-        let mut shared = Vec::new();
-        for partition in mine {
-            if lock(&self.owned).contains_key(&partition) {
-                continue;
+    }
+
+    /// The layout this member runs under and the partitions it should own.
+    async fn plan(&self, members: &[LiveMember]) -> Result<Plan> {
+        let Some(layout) = self.layout(members).await? else {
+            return Ok(Plan::wait());
+        };
+        let leases = self.coordination.leases(&self.scope).await?;
+        let mut holders = vec![None; layout.count as usize];
+        let mut others = vec![false; layout.count as usize];
+        for (index, lease) in current_leases(&layout, &leases) {
+            if lease.live {
+                holders[index as usize] = Some(owner_name(&lease.owner).to_owned());
+                others[index as usize] = lease.owner != self.owner;
             }
-            let sent = Instant::now();
-            match self
-                .coordination
-                .acquire(&self.scope, partition, &self.owner, options.lease)
-                .await
-            {
-                Ok(Some(epoch)) => shared.extend(self.take(partition, epoch, sent).await),
-                Ok(None) => {}
-                Err(err) => {
-                    tracing::warn!(scope = ?self.scope, %err, "group lease acquisition failed")
+        }
+        let names: Vec<String> = members
+            .iter()
+            .filter(|member| member.partitions == layout.count)
+            .map(|member| member.name.clone())
+            .collect();
+        Ok(Plan {
+            layout: Some(layout),
+            mine: sticky(&names, &self.options.member, &holders),
+            others,
+            keep: false,
+        })
+    }
+
+    /// The group's layout when it has this member's partition count; `None` while members
+    /// of another stored count are alive (then this member waits, owning nothing). Stores
+    /// this member's count when the group has none, or when nobody of the stored count is
+    /// left.
+    async fn layout(&self, members: &[LiveMember]) -> Result<Option<Layout>> {
+        let count = self.options.partitions;
+        if self.sharded {
+            return Ok(Some(Layout::first(count)));
+        }
+        let stored = layout::load(self.coordination.as_ref(), &self.scope).await?;
+        match stored {
+            Some(stored) if stored.count == count => {
+                self.waiting.store(false, Ordering::Relaxed);
+                return Ok(Some(stored));
+            }
+            Some(stored) if members.iter().any(|m| m.partitions == stored.count) => {
+                if !self.waiting.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        scope = ?self.scope, stored = stored.count, mine = count,
+                        "group has another partition count; this member waits until no member of that count is left, then moves the group to its count"
+                    );
                 }
+                return Ok(None);
             }
+            _ => {}
         }
-        if !shared.is_empty() {
-            // Together, so that the partitions taken in one heartbeat restart the shared
-            // reader at most once.
-            self.shared.add(shared);
-        }
-        Ok(())
+        let switched = layout::switch(
+            self.coordination.as_ref(),
+            &self.scope,
+            &self.owner,
+            stored,
+            count,
+        )
+        .await?;
+        Ok(switched)
     }
 
     /// Starts reading a newly acquired partition after its checkpoint: through its own
@@ -286,13 +391,13 @@ impl Member {
     /// start, for the member's shared reader.
     async fn take(
         &self,
-        partition: u32,
+        (partition, id): (u32, u32),
         epoch: u64,
         sent: Instant,
     ) -> Option<(Arc<Owned>, StartAt)> {
         let owned = Owned::new(
             self.scope.clone(),
-            partition,
+            (partition, id),
             epoch,
             self.owner.clone(),
             self.local_deadline(sent),
@@ -325,7 +430,7 @@ impl Member {
     async fn start_of(&self, owned: &Owned) -> Result<StartAt> {
         let stored = self
             .coordination
-            .load_checkpoint(&self.scope, owned.partition)
+            .load_checkpoint(&self.scope, owned.id)
             .await?;
         if let Some(seq) = stored {
             owned.committed(seq);
@@ -341,7 +446,7 @@ impl Member {
             .unwrap_or(0);
         let pinned = self
             .coordination
-            .commit(&self.scope, owned.partition, &self.owner, owned.epoch, head)
+            .commit(&self.scope, owned.id, &self.owner, owned.epoch, head)
             .await;
         self.count_commit(&pinned);
         pinned?;
@@ -365,7 +470,7 @@ impl Member {
         let seq = owned.to_commit()?;
         let result = self
             .coordination
-            .commit(&self.scope, owned.partition, &self.owner, owned.epoch, seq)
+            .commit(&self.scope, owned.id, &self.owner, owned.epoch, seq)
             .await;
         self.count_commit(&result);
         match result {
@@ -420,7 +525,7 @@ impl Member {
         self.forget(owned);
         if let Err(err) = self
             .coordination
-            .release(&self.scope, owned.partition, &self.owner, owned.epoch)
+            .release(&self.scope, owned.id, &self.owner, owned.epoch)
             .await
         {
             tracing::warn!(scope = ?self.scope, %err, "group lease release failed; it will expire");

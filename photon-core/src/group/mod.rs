@@ -6,9 +6,15 @@
 //!
 //! - The unit of assignment is a partition: on a store without shards, a key-hash bucket
 //!   ([`partition_of`], [`DEFAULT_PARTITIONS`] by default). A key lives in one partition.
-//! - Every member computes the same assignment from the sorted live members
-//!   ([`assigned_to`]), acquires the free or expired leases of its partitions and drains,
-//!   commits and releases the others.
+//! - Every member computes the same sticky, balanced assignment ([`sticky`]) from the
+//!   members that heartbeat and the current lease holders, acquires the free or expired
+//!   leases of its partitions and drains, commits and releases the others. A join moves at
+//!   most `ceil(partitions / members)` partitions; a member that stops heartbeating drops
+//!   out of the assignment within about a second (its leases stay until they expire), so
+//!   its partitions go to members that are alive.
+//! - The group stores its partition count ([`layout`]); a member with another count waits
+//!   until no member of the stored count is left, then moves the group to its count
+//!   without losing events.
 //! - A partition has at most one owner at a time. A member that could not renew stops
 //!   handing out the partition's events a safety margin before the lease expires (its own
 //!   monotonic clock); its late acknowledgements and commits are refused
@@ -27,13 +33,19 @@
 mod assignment;
 mod coordination;
 mod dispatcher;
+mod identity;
+pub mod layout;
 mod member;
 mod options;
 mod partition;
 mod reader;
 
-pub use assignment::{assigned_to, partition_of};
-pub use coordination::{GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease};
+pub use assignment::{partition_of, sticky};
+pub use coordination::{
+    owner_name, GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease,
+};
+pub use identity::{default_member, nth_member, MEMBER_ENV};
+pub use layout::{current_view, Layout, MAX_PARTITIONS};
 pub use dispatcher::{group_checkpoint, GroupDispatchers};
 pub use member::{join, GroupMembership};
 pub use options::{

@@ -38,8 +38,12 @@ pub struct GroupOptions {
     /// Heartbeat and renewal period; well below `lease`.
     pub heartbeat: Duration,
     /// Partitions of the topic (stores without shards; on a sharded broker topic each
-    /// shard is a partition and this is ignored). Every member of a group must use the
-    /// same count; a member that sees another count fails with a config error.
+    /// shard is a partition and this is ignored), at most
+    /// [`crate::group::MAX_PARTITIONS`]. The group stores its count: a member started with
+    /// another count owns nothing while a member of the stored count is alive, then moves
+    /// the group to its own count, each new partition starting from the lowest checkpoint
+    /// of the old partitions that held its keys (events may repeat, none is lost). See
+    /// [`crate::group::layout`].
     pub partitions: u32,
     /// Period of partition checkpoint commits.
     pub commit_interval: Duration,
@@ -81,6 +85,16 @@ impl GroupOptions {
         self
     }
 
+    /// How long a heartbeat keeps the member in the others' view of the group: four
+    /// heartbeats, at least a second, at most the lease. A member that stops heartbeating
+    /// (killed, frozen) leaves the assignment after that, so its partitions go to members
+    /// that are alive once its leases expire.
+    pub fn presence(&self) -> Duration {
+        (self.heartbeat * 4)
+            .max(Duration::from_secs(1))
+            .min(self.lease)
+    }
+
     /// How long before the store's expiry the member stops handing out a partition's
     /// events: a fifth of the lease.
     pub fn safety_margin(&self) -> Duration {
@@ -101,8 +115,12 @@ impl GroupOptions {
         if self.member.is_empty() {
             return Err(bad("member", String::new(), "a member needs a name"));
         }
-        if self.partitions == 0 {
-            return Err(bad("partitions", "0".into(), "at least one partition"));
+        if self.partitions == 0 || self.partitions > crate::group::MAX_PARTITIONS {
+            return Err(bad(
+                "partitions",
+                self.partitions.to_string(),
+                "between 1 and 65536 partitions",
+            ));
         }
         if self.read_ahead == 0 {
             return Err(bad("read_ahead", "0".into(), "at least one event"));

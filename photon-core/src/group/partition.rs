@@ -72,7 +72,11 @@ struct Positions {
 /// A partition this member holds a lease on.
 pub(crate) struct Owned {
     pub(crate) scope: GroupScope,
+    /// The partition's index in the group's layout (what events hash to).
     pub(crate) partition: u32,
+    /// The partition's id in the store: its lease and checkpoint (see
+    /// [`crate::group::layout`]).
+    pub(crate) id: u32,
     pub(crate) epoch: u64,
     /// The lease owner token.
     pub(crate) owner: String,
@@ -106,7 +110,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Owned {
     pub(crate) fn new(
         scope: GroupScope,
-        partition: u32,
+        (partition, id): (u32, u32),
         epoch: u64,
         owner: String,
         deadline: Instant,
@@ -115,6 +119,7 @@ impl Owned {
         Arc::new(Self {
             scope,
             partition,
+            id,
             epoch,
             owner,
             deadline: Mutex::new(deadline),
@@ -247,11 +252,19 @@ impl Owned {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
     }
 
+    fn ownership(&self) -> Ownership {
+        Ownership {
+            partition: self.id,
+            epoch: self.epoch,
+            owner: self.owner.clone(),
+        }
+    }
+
     fn fenced_error(&self) -> PhotonError {
         PhotonError::Fenced {
             group: self.scope.group.clone(),
             topic: self.scope.topic.clone(),
-            partition: self.partition,
+            partition: self.id,
             epoch: self.epoch,
         }
     }
@@ -340,11 +353,11 @@ impl Acknowledge for GroupAck {
     }
 
     fn ownership(&self) -> Option<Ownership> {
-        Some(Ownership {
-            partition: self.owned.partition,
-            epoch: self.owned.epoch,
-            owner: self.owned.owner.clone(),
-        })
+        Some(self.owned.ownership())
+    }
+
+    fn current(&self) -> bool {
+        self.owned.hands_out()
     }
 }
 
@@ -379,11 +392,11 @@ impl Acknowledge for UndecodableAck {
     }
 
     fn ownership(&self) -> Option<Ownership> {
-        Some(Ownership {
-            partition: self.owned.partition,
-            epoch: self.owned.epoch,
-            owner: self.owned.owner.clone(),
-        })
+        Some(self.owned.ownership())
+    }
+
+    fn current(&self) -> bool {
+        self.owned.hands_out()
     }
 }
 
@@ -394,7 +407,7 @@ mod tests {
     use super::*;
 
     fn owned(deadline: Instant) -> Arc<Owned> {
-        Owned::new(GroupScope::new("g", "t"), 3, 1, "m#1".into(), deadline, 4)
+        Owned::new(GroupScope::new("g", "t"), (3, 3), 1, "m#1".into(), deadline, 4)
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct HandlerSnapshot {
     pub dead_lettered: u64,
     /// Stream errors (events that could not be opened) seen by this process.
     pub stream_errors: u64,
+    /// Group handlers: events read by this process whose partition moved to another member
+    /// before they started, given back unhandled (the partition's new owner handles them).
+    #[serde(default)]
+    pub given_back: u64,
     /// Events read and not yet acknowledgeable.
     pub outstanding: usize,
     /// Whether the subscription still runs.
@@ -153,6 +157,7 @@ impl Photon {
                     retries: running.stats.retries(),
                     dead_lettered: running.stats.dead_lettered(),
                     stream_errors: running.stats.stream_errors(),
+                    given_back: running.stats.given_back(),
                     outstanding: running.progress.outstanding(),
                     running: !running.stats.is_stopped(),
                 });

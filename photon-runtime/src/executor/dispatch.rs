@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use photon_core::group::GroupOptions;
+use photon_core::group::Ownership;
 use photon_core::metrics::ConsumerMetrics;
 use photon_core::spans::record_error;
 use photon_core::{
@@ -104,6 +104,8 @@ pub(crate) struct Subscription {
     pub(crate) slots: Arc<Semaphore>,
     /// Group handlers: the acknowledgement of each delivery read and not yet finished.
     group_acks: Arc<Mutex<HashMap<i64, Box<dyn Acknowledge>>>>,
+    /// Group handlers: this member's name in its group, the same for every reopen.
+    member_name: String,
 }
 
 impl Subscription {
@@ -120,6 +122,7 @@ impl Subscription {
             &checkpoint.topic,
             registration.options.consumer(),
         );
+        let member_name = registration.options.member_name();
         Self {
             stats: Arc::new(SubscriptionStats::new(metrics)),
             progress: Arc::default(),
@@ -134,6 +137,7 @@ impl Subscription {
             stop,
             queues: Mutex::new(HashMap::new()),
             group_acks: Arc::default(),
+            member_name,
         }
     }
 
@@ -144,13 +148,7 @@ impl Subscription {
                 .store
                 .records_after_checkpoint(self.checkpoint.clone(), self.config.start_policy);
         };
-        static JOINED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let member = format!(
-            "{}-{}-{}",
-            self.registration.options.handler_name(),
-            std::process::id(),
-            JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
+        let member = self.member_name.clone();
         let port = self.store.port().clone();
         let request = GroupRequest {
             group: group.to_owned(),
@@ -167,7 +165,7 @@ impl Subscription {
                     port,
                     coordination,
                     request,
-                    GroupOptions::new(member),
+                    self.registration.options.group_options(member),
                 );
                 let undecodable = membership.undecodable_acks();
                 (Box::pin(membership), Some(undecodable))
@@ -228,6 +226,39 @@ impl Subscription {
             }
             Err(err) => {
                 tracing::warn!(checkpoint = ?self.checkpoint, seq, %err, "group acknowledgement failed")
+            }
+        }
+    }
+
+    /// Whether work on the event at `seq` may start: always for a durable handler; for a
+    /// group handler only while this member still hands out the event's partition under
+    /// the lease it was read with (a delivery whose acknowledgement is gone was already
+    /// finished or given back under that lease).
+    pub(crate) fn may_start(&self, seq: i64) -> bool {
+        if self.registration.options.group_name().is_none() {
+            return true;
+        }
+        lock_acks(&self.group_acks)
+            .get(&seq)
+            .is_some_and(|ack| ack.current())
+    }
+
+    /// The lease a group handler's event at `seq` was read under.
+    pub(crate) fn ownership(&self, seq: i64) -> Option<Ownership> {
+        lock_acks(&self.group_acks)
+            .get(&seq)
+            .and_then(|ack| ack.ownership())
+    }
+
+    /// Gives a group handler's event back unstarted: its partition moved to another
+    /// member, which handles it.
+    async fn give_back_to_group(&self, seq: i64) {
+        self.stats.record_given_back();
+        let ack = lock_acks(&self.group_acks).remove(&seq);
+        if let Some(ack) = ack {
+            // Refused (Fenced) once the lease is gone: then it is the new owner's already.
+            if let Err(err) = ack.release().await {
+                tracing::debug!(checkpoint = ?self.checkpoint, seq, %err, "revoked event not given back; its partition's next owner reads it");
             }
         }
     }
@@ -433,6 +464,26 @@ async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
     }
 }
 
+/// How one read item ended.
+enum Finish {
+    /// Handled or dead-lettered: acknowledge it.
+    Done,
+    /// Abandoned by shutdown: it stays unacknowledged.
+    Abandoned,
+    /// A group handler's partition moved to another member before the item started.
+    Revoked,
+}
+
+impl From<bool> for Finish {
+    fn from(finished: bool) -> Self {
+        if finished {
+            Self::Done
+        } else {
+            Self::Abandoned
+        }
+    }
+}
+
 /// Runs one item to its end (handled or dead-lettered) and acknowledges what became
 /// contiguous. Returns `false` when it was abandoned by shutdown.
 async fn handle(
@@ -441,7 +492,9 @@ async fn handle(
     slot: OwnedSemaphorePermit,
     stop: &mut StopSignal,
 ) -> bool {
-    let finished = match &queued.item {
+    let seq = queued.item.seq();
+    let finish = match &queued.item {
+        _ if !subscription.may_start(seq) => Finish::Revoked,
         Item::Event(event) => handle_event(subscription, event, slot, stop).await,
         Item::Unopened(unopened) => {
             drop(slot);
@@ -465,45 +518,52 @@ async fn handle(
             );
             match DeadLetter::undecodable(options.durable(), options.handler_name(), error) {
                 Some(letter) => dead_letter(subscription, &letter, stop).await,
-                None => true,
+                None => Finish::Done,
             }
         }
     };
-    if finished {
-        subscription.stats.record_acknowledged();
-        let acknowledgeable = subscription
-            .progress
-            .finished(queued.lane, queued.item.seq());
-        if let Some(last) = acknowledgeable.last() {
-            subscription.position.finished_through(queued.lane, *last);
+    let acknowledgeable = match finish {
+        Finish::Abandoned => return false,
+        Finish::Revoked => {
+            subscription.give_back_to_group(seq).await;
+            // Off this subscription's books: the window and the idle position move on.
+            subscription.progress.finished(queued.lane, seq)
         }
-        if subscription.registration.options.group_name().is_some() {
-            subscription.ack_to_group(queued.item.seq()).await;
-            return finished;
+        Finish::Done => {
+            subscription.stats.record_acknowledged();
+            subscription.progress.finished(queued.lane, seq)
         }
-        for seq in acknowledgeable {
-            if let Err(err) = subscription.committer.ack(seq).await {
-                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
-            }
+    };
+    if let Some(last) = acknowledgeable.last() {
+        subscription.position.finished_through(queued.lane, *last);
+    }
+    if subscription.registration.options.group_name().is_some() {
+        if matches!(finish, Finish::Done) {
+            subscription.ack_to_group(seq).await;
+        }
+        return true;
+    }
+    for seq in acknowledgeable {
+        if let Err(err) = subscription.committer.ack(seq).await {
+            tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");
         }
     }
-    finished
+    true
 }
 
-/// Runs the handler on one event, dead-lettering it when the handler gives up. Returns
-/// `false` when the event was abandoned by shutdown.
+/// Runs the handler on one event, dead-lettering it when the handler gives up.
 async fn handle_event(
     subscription: &Subscription,
     event: &Event,
     slot: OwnedSemaphorePermit,
     stop: &mut StopSignal,
-) -> bool {
+) -> Finish {
     let registration = &subscription.registration;
     let outcome = run_with_retries(subscription, event, slot, stop).await;
     match outcome {
         Outcome::Handled => {
             subscription.stats.record_handled();
-            true
+            Finish::Done
         }
         Outcome::Failed { error, attempts } => {
             let options = &registration.options;
@@ -520,12 +580,14 @@ async fn handle_event(
             );
             dead_letter(subscription, &letter, stop).await
         }
-        Outcome::Abandoned => false,
+        Outcome::Abandoned => Finish::Abandoned,
+        Outcome::Revoked => Finish::Revoked,
     }
 }
 
-/// Stores a dead letter; returns whether the event is finished (`false`: abandoned by
-/// shutdown, delivered again after a restart).
+/// Stores a dead letter; `Abandoned` when shutdown came first (delivered again after a
+/// restart), `Revoked` when a group handler's partition moved before it was stored (the
+/// next owner handles the event again).
 ///
 /// A letter the port refuses even without its original (an error retrying cannot fix) is
 /// logged and the event finished: retrying it would stop this subscription for good.
@@ -533,7 +595,10 @@ async fn dead_letter(
     subscription: &Subscription,
     letter: &DeadLetter,
     stop: &mut StopSignal,
-) -> bool {
+) -> Finish {
+    if !subscription.may_start(letter.original.seq) {
+        return Finish::Revoked;
+    }
     let transaction = subscription
         .registration
         .transactional
@@ -553,15 +618,15 @@ async fn dead_letter(
     match stored {
         Stored::Whole | Stored::Reference => {
             subscription.stats.record_dead_letter();
-            true
+            Finish::Done
         }
-        Stored::Abandoned => false,
+        Stored::Abandoned => Finish::Abandoned,
         Stored::Refused(error) => {
             tracing::error!(
                 checkpoint = ?subscription.checkpoint, seq = letter.original.seq, %error,
                 "dead letter refused for good; the event is passed over"
             );
-            true
+            Finish::Done
         }
     }
 }

@@ -5,7 +5,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
+use photon_core::group::GroupOptions;
 use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result, StoragePort};
 
@@ -107,7 +109,16 @@ pub struct HandlerOptions {
     key: Option<String>,
     name: Option<String>,
     group: Option<String>,
+    member: Option<String>,
+    max_handler_time: Option<Duration>,
+    lease: Option<(Duration, Duration)>,
+    partitions: Option<u32>,
 }
+
+/// How long one attempt of a group handler may run before the executor cancels it (unless
+/// [`HandlerOptions::max_handler_time`] says otherwise): Kafka's `max.poll.interval.ms`
+/// default.
+pub const DEFAULT_MAX_HANDLER_TIME: Duration = Duration::from_secs(300);
 
 impl HandlerOptions {
     /// The durable subscription `durable` on `topic`.
@@ -118,6 +129,10 @@ impl HandlerOptions {
             key: None,
             name: None,
             group: None,
+            member: None,
+            max_handler_time: None,
+            lease: None,
+            partitions: None,
         }
     }
 
@@ -138,6 +153,91 @@ impl HandlerOptions {
     /// The consumer group, when the handler is a group member.
     pub fn group_name(&self) -> Option<&str> {
         self.group.as_deref()
+    }
+
+    /// This process's member name in the handler's group. Default:
+    /// [`photon_core::group::nth_member`] (`PHOTON_GROUP_MEMBER`, else `<hostname>-<pid>`,
+    /// with `-2`, `-3`, ... for a process's further members of one group). A member that
+    /// restarts under its name gets its partitions back once its previous incarnation's
+    /// leases expired.
+    ///
+    /// ```
+    /// let options = photon_runtime::HandlerOptions::new("billing", "orders")
+    ///     .group("billing")
+    ///     .member("billing-0");
+    /// assert_eq!(options.member_override(), Some("billing-0"));
+    /// ```
+    pub fn member(mut self, member: impl Into<String>) -> Self {
+        self.member = Some(member.into());
+        self
+    }
+
+    /// The member name set with [`Self::member`].
+    pub fn member_override(&self) -> Option<&str> {
+        self.member.as_deref()
+    }
+
+    /// The member name this handler joins its group with: [`Self::member`], else the next
+    /// [`photon_core::group::nth_member`] of the group (call once per subscription).
+    pub(crate) fn member_name(&self) -> String {
+        match (&self.member, &self.group) {
+            (Some(member), _) => member.clone(),
+            (None, Some(group)) => photon_core::group::nth_member(group, &self.topic),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Cancels a handler attempt that runs longer than `limit`: the attempt fails with a
+    /// retryable handler error and is retried (a group handler's retry starts only while
+    /// its member still holds the partition). Default: [`DEFAULT_MAX_HANDLER_TIME`] for a
+    /// group handler, no limit for a durable one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = photon_runtime::HandlerOptions::new("billing", "orders")
+    ///     .max_handler_time(Duration::from_secs(30));
+    /// assert_eq!(options.handler_time_limit(), Some(Duration::from_secs(30)));
+    /// ```
+    pub fn max_handler_time(mut self, limit: Duration) -> Self {
+        self.max_handler_time = Some(limit);
+        self
+    }
+
+    /// The time limit of one attempt (see [`Self::max_handler_time`]).
+    pub fn handler_time_limit(&self) -> Option<Duration> {
+        match (self.max_handler_time, &self.group) {
+            (Some(limit), _) => Some(limit),
+            (None, Some(_)) => Some(DEFAULT_MAX_HANDLER_TIME),
+            (None, None) => None,
+        }
+    }
+
+    /// A group handler's lease and heartbeat periods (default
+    /// [`photon_core::group::DEFAULT_LEASE`], [`photon_core::group::DEFAULT_HEARTBEAT`]):
+    /// a member that stops heartbeating loses its partitions after `lease`.
+    pub fn lease(mut self, lease: Duration, heartbeat: Duration) -> Self {
+        self.lease = Some((lease, heartbeat));
+        self
+    }
+
+    /// A group handler's partition count on stores without shards (default
+    /// [`photon_core::group::DEFAULT_PARTITIONS`]); see
+    /// [`photon_core::group::GroupOptions::partitions`] for what a change of count does.
+    pub fn partitions(mut self, partitions: u32) -> Self {
+        self.partitions = Some(partitions);
+        self
+    }
+
+    /// The membership options of a group handler joining as `member`.
+    pub(crate) fn group_options(&self, member: String) -> GroupOptions {
+        let mut options = GroupOptions::new(member);
+        if let Some((lease, heartbeat)) = self.lease {
+            options = options.lease(lease).heartbeat(heartbeat);
+        }
+        if let Some(partitions) = self.partitions {
+            options = options.partitions(partitions);
+        }
+        options
     }
 
     /// Only this key's events (the checkpoint is then kept per key).

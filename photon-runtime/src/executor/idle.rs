@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use photon_core::group::{partition_of, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::group::{current_view, partition_of, GroupScope};
 use photon_core::{CheckpointKey, PhotonError, Result, StartPolicy, StoragePort};
 use tokio::time::Instant;
 
@@ -156,7 +156,11 @@ enum Reader {
     /// executor finished.
     Durable { tail: bool },
     /// A consumer group: the partitions' committed checkpoints.
-    Group { scope: GroupScope, partitions: u32 },
+    Group {
+        scope: GroupScope,
+        /// The group's partitions when no member stored its layout yet.
+        partitions: u32,
+    },
 }
 
 impl<'a> Goal<'a> {
@@ -168,10 +172,7 @@ impl<'a> Goal<'a> {
         let options = &handler.options;
         let (reader, checked_through) = match options.group_name() {
             Some(group) => {
-                let partitions = port
-                    .group_coordination()
-                    .and_then(|coordination| coordination.topic_partitions(options.topic()))
-                    .unwrap_or(DEFAULT_PARTITIONS);
+                let partitions = options.group_options(String::new()).partitions;
                 let scope = GroupScope::new(group, options.topic());
                 (Reader::Group { scope, partitions }, 0)
             }
@@ -223,10 +224,10 @@ impl<'a> Goal<'a> {
             return Ok(None);
         };
         let checkpoints = match &self.reader {
-            Reader::Group { scope, .. } if self.checked_through < target => {
-                group_checkpoints(port, scope).await?
+            Reader::Group { scope, partitions } if self.checked_through < target => {
+                group_checkpoints(port, scope, *partitions).await?
             }
-            _ => HashMap::new(),
+            _ => GroupCheckpoints::default(),
         };
         // Each page starts after the last record checked, so the scan ends once it passes
         // the target or the stored records run out. A record the port cannot decode fails
@@ -272,7 +273,7 @@ impl<'a> Goal<'a> {
         port: &dyn StoragePort,
         seq: i64,
         key: Option<&str>,
-        checkpoints: &HashMap<u32, i64>,
+        checkpoints: &GroupCheckpoints,
     ) -> bool {
         let options = &self.handler.options;
         match &self.reader {
@@ -286,9 +287,13 @@ impl<'a> Goal<'a> {
                 let lane = port.checkpoint_lane(options.topic(), seq);
                 self.handler.position.covers(lane, seq, *tail)
             }
-            Reader::Group { partitions, .. } => {
-                let partition = partition_of(key, seq, *partitions);
+            Reader::Group { .. } => {
+                let Some(partitions) = checkpoints.partitions else {
+                    return false;
+                };
+                let partition = partition_of(key, seq, partitions);
                 checkpoints
+                    .by_partition
                     .get(&partition)
                     .is_some_and(|checkpoint| *checkpoint >= seq)
             }
@@ -296,19 +301,31 @@ impl<'a> Goal<'a> {
     }
 }
 
-/// The committed checkpoint of every partition of a group that has one.
+/// The committed checkpoints of a group's current layout.
+#[derive(Debug, Default)]
+struct GroupCheckpoints {
+    /// The layout's partition count; `None` when not read.
+    partitions: Option<u32>,
+    by_partition: HashMap<u32, i64>,
+}
+
+/// The committed checkpoint of every partition of a group's current layout that has one.
 async fn group_checkpoints(
     port: &dyn StoragePort,
     scope: &GroupScope,
-) -> Result<HashMap<u32, i64>> {
+    fallback: u32,
+) -> Result<GroupCheckpoints> {
     let Some(coordination) = port.group_coordination() else {
         return Err(port.unsupported("Executor::wait_idle for group handlers (no group leases)"));
     };
-    let leases = coordination.leases(scope).await?;
-    Ok(leases
-        .into_iter()
-        .filter_map(|lease| lease.checkpoint.map(|seq| (lease.partition, seq)))
-        .collect())
+    let (layout, leases) = current_view(coordination.as_ref(), scope, fallback).await?;
+    Ok(GroupCheckpoints {
+        partitions: Some(layout.count),
+        by_partition: leases
+            .into_iter()
+            .filter_map(|(index, lease)| lease.checkpoint.map(|seq| (index, seq)))
+            .collect(),
+    })
 }
 
 #[cfg(test)]

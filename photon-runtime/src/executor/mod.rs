@@ -20,6 +20,20 @@
 //! acknowledged to the group, which keeps the position per partition (see
 //! [`photon_core::group`]).
 //!
+//! A group handler starts an event, and each retry of it, only while its member still
+//! hands out the event's partition under the lease the event was read with
+//! ([`photon_core::Acknowledge::current`]). When the partition moves (another member
+//! joined, the lease lapsed, the process was frozen past the lease), the events of that
+//! partition waiting in its keys' queues are given back unstarted (counted in
+//! [`HandlerSnapshot::given_back`]) and the attempts already running finish: the member
+//! hands the partition over only once they are acknowledged, waiting at most the lease for
+//! them. So a handler never runs at the same time as another member's handler of the same
+//! key, except an attempt that outlives that wait (a handler slower than the lease, or a
+//! process frozen mid-attempt): its acknowledgement is refused with
+//! [`PhotonError::Fenced`]. An attempt longer than [`HandlerOptions::max_handler_time`]
+//! (300 s by default) is cancelled and retried, so a hung handler does not hold its
+//! partition for ever.
+//!
 //! # Transactional handlers
 //! A handler registered with [`ExecutorBuilder::transactional_handler`] on a port that
 //! implements [`photon_core::TransactionalPort`] (SQLite) writes through the port's
@@ -71,6 +85,7 @@ mod builder;
 mod config;
 pub(crate) mod dead_letter;
 mod dispatch;
+mod fencing;
 mod handler;
 mod idle;
 mod retry;
@@ -94,9 +109,11 @@ pub use config::{
 };
 #[allow(deprecated)]
 pub use config::{INITIAL_BACKOFF_MS_ENV, MAX_BACKOFF_MS_ENV, SHUTDOWN_TIMEOUT_MS_ENV};
+pub use fencing::current_ownership;
 pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
+    DEFAULT_MAX_HANDLER_TIME,
 };
 pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};

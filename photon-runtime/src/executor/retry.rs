@@ -25,6 +25,9 @@ pub(crate) enum Outcome {
     Failed { error: PhotonError, attempts: u32 },
     /// Shutdown came while waiting to retry: the event stays unacknowledged.
     Abandoned,
+    /// A group handler's member lost the event's partition before an attempt could start:
+    /// the event is the partition's next owner's.
+    Revoked,
 }
 
 /// The delay after failed attempt `attempt` (1-based), before jitter.
@@ -58,6 +61,24 @@ async fn attempt(handler: &HandlerFn, event: &Event) -> Result<(), PhotonError> 
     match AssertUnwindSafe(future).catch_unwind().await {
         Ok(result) => result,
         Err(panic) => Err(panicked(&*panic)),
+    }
+}
+
+/// Runs an attempt, cancelling it past `limit` with a retryable error that names the limit.
+async fn bounded(
+    attempt: impl std::future::Future<Output = Result<(), PhotonError>>,
+    limit: Option<Duration>,
+    event: &Event,
+) -> Result<(), PhotonError> {
+    let Some(limit) = limit else {
+        return attempt.await;
+    };
+    match tokio::time::timeout(limit, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(PhotonError::handler(format!(
+            "the handler of {} seq {} ran longer than max_handler_time ({limit:?}) and was cancelled",
+            event.topic_name, event.seq
+        ))),
     }
 }
 
@@ -103,11 +124,16 @@ pub(crate) async fn run_with_retries(
     let registration = &subscription.registration;
     let (policy, stats) = (&subscription.config.retry, &subscription.stats);
     let mut attempts = 0u32;
+    let limit = registration.options.handler_time_limit();
     loop {
+        if !subscription.may_start(event.seq) {
+            return Outcome::Revoked;
+        }
         attempts += 1;
         let span = attempt_span(&registration.options, event, attempts);
         let started = Instant::now();
-        let result = attempt(&registration.handler, event)
+        let attempt = bounded(attempt(&registration.handler, event), limit, event);
+        let result = super::fencing::under(subscription.ownership(event.seq), attempt)
             .instrument(span.clone())
             .await;
         stats.record_attempt(started.elapsed());

@@ -13,6 +13,7 @@ pub(crate) struct SubscriptionStats {
     retries: AtomicU64,
     dead_lettered: AtomicU64,
     stream_errors: AtomicU64,
+    given_back: AtomicU64,
     stopped: AtomicBool,
     metrics: ConsumerMetrics,
 }
@@ -24,6 +25,7 @@ impl SubscriptionStats {
             retries: AtomicU64::new(0),
             dead_lettered: AtomicU64::new(0),
             stream_errors: AtomicU64::new(0),
+            given_back: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             metrics,
         }
@@ -63,6 +65,16 @@ impl SubscriptionStats {
 
     pub(crate) fn record_stream_error(&self) {
         self.stream_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A group handler's event whose partition this member lost before the event started:
+    /// given back to the group, handled by the partition's next owner.
+    pub(crate) fn record_given_back(&self) {
+        self.given_back.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn given_back(&self) -> u64 {
+        self.given_back.load(Ordering::Relaxed)
     }
 
     pub(crate) fn mark_stopped(&self) {
