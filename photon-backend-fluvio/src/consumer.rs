@@ -79,6 +79,32 @@ pub(crate) const REPORT_AFTER: Duration = Duration::from_secs(60);
 
 impl FluvioStoragePort {
     pub(crate) fn open_subscription(&self, request: SubscribeRequest) -> RecordStream {
+        let shards = self.inner.config.shards;
+        let wanted: Vec<u32> = match request.key.as_deref() {
+            Some(key) => vec![shard_for_key(Some(key), shards)],
+            None => (0..shards).collect(),
+        };
+        self.open_shards(request, wanted)
+    }
+
+    /// The records of one shard after `start`, in seq order: a consumer group's partition
+    /// on a sharded topic.
+    pub(crate) fn open_shard_subscription(
+        &self,
+        topic: &str,
+        shard: u32,
+        start: StartAt,
+    ) -> RecordStream {
+        let request = SubscribeRequest {
+            topic: topic.to_owned(),
+            key: None,
+            start,
+            durable: None,
+        };
+        self.open_shards(request, vec![shard])
+    }
+
+    fn open_shards(&self, request: SubscribeRequest, wanted: Vec<u32>) -> RecordStream {
         let (sender, receiver) = mpsc::channel(BUFFER);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Box::pin(futures::stream::once(std::future::ready(Err(
@@ -97,7 +123,7 @@ impl FluvioStoragePort {
             ))
         });
         let port = self.clone();
-        runtime.spawn(async move { port.start_readers(request, sender, gate).await });
+        runtime.spawn(async move { port.start_readers(request, wanted, sender, gate).await });
         Box::pin(futures::stream::unfold(
             receiver,
             |mut receiver| async move {
@@ -110,14 +136,10 @@ impl FluvioStoragePort {
     async fn start_readers(
         &self,
         request: SubscribeRequest,
+        wanted: Vec<u32>,
         sender: mpsc::Sender<Result<photon_core::Record>>,
         gate: Option<TailGate>,
     ) {
-        let shards = self.inner.config.shards;
-        let wanted: Vec<u32> = match request.key.as_deref() {
-            Some(key) => vec![shard_for_key(Some(key), shards)],
-            None => (0..shards).collect(),
-        };
         // A cluster that cannot be reached (an SPU restarting) is retried like a reader's
         // stream; a refused request (a layout mismatch) is reported at once.
         let since = Instant::now();
@@ -203,6 +225,21 @@ impl FluvioStoragePort {
             .into_iter()
             .collect();
         Ok(starts)
+    }
+
+    /// The seq of the last record of `shard` (`0` when it holds none): where a consumer
+    /// group pins a partition that starts at the tail.
+    ///
+    /// # Errors
+    /// The cluster's errors while resolving the shard's topic and its end.
+    pub(crate) async fn shard_head(&self, topic: &str, shard: u32) -> Result<i64> {
+        self.check_layout(topic).await?;
+        let inner = &self.inner;
+        let shards = inner.config.shards;
+        let name = fluvio_topic_name(&inner.config.prefix, topic, shard, shards);
+        ensure_topic(&inner.fluvio(), &inner.config, &name).await?;
+        let end = end_offset(&inner.fluvio(), &name).await?;
+        Ok(if end > 0 { seq_of(end - 1, shard, shards) } else { 0 })
     }
 
     /// Per shard: the larger of the Photon checkpoint and the Fluvio consumer offset.

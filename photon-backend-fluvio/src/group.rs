@@ -56,7 +56,7 @@ use futures::StreamExt;
 use photon_core::group::{
     join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
 };
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
+use photon_core::{DeliveryStream, GroupRequest, PhotonError, RecordStream, Result, StartAt};
 use tokio::sync::{oneshot, watch, OnceCell};
 
 use crate::error::unavailable;
@@ -451,6 +451,35 @@ impl GroupCoordination for FluvioCoordination {
             Outcome::Committed(false) => Err(Self::fenced(scope, partition, epoch)),
             other => Err(Self::unexpected(&other)),
         }
+    }
+
+    fn topic_partitions(&self, _topic: &str) -> Option<u32> {
+        // A key lives in one shard and seq = (offset + 1) × shards + shard, so with as many
+        // partitions as shards `partition_of` is the shard (unkeyed events: shard 0), and a
+        // partition is read from its shard alone, in seq order.
+        let shards = self.port.inner.config.shards;
+        (shards > 1).then_some(shards)
+    }
+
+    fn partition_records(
+        &self,
+        topic: &str,
+        partition: u32,
+        start: StartAt,
+    ) -> Option<RecordStream> {
+        self.topic_partitions(topic)?;
+        Some(self.port.open_shard_subscription(topic, partition, start))
+    }
+
+    async fn partition_head(&self, topic: &str, partition: u32) -> Option<Result<i64>> {
+        // Without `head_seq`, the shard's end is where a tail start is pinned; with one
+        // shard that is the topic's end.
+        let shard = if self.topic_partitions(topic).is_some() {
+            partition
+        } else {
+            0
+        };
+        Some(self.port.shard_head(topic, shard).await)
     }
 
     async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {

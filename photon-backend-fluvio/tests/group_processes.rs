@@ -18,10 +18,11 @@ const ROLE_ENV: &str = "PHOTON_FLUVIO_TEST_GROUP_ROLE";
 /// `location` is `endpoint#prefix`.
 fn open(location: String) -> BoxFuture<'static, Arc<dyn StoragePort>> {
     Box::pin(async move {
-        let (endpoint, prefix) = location.split_once('#').unwrap();
+        let parts: Vec<&str> = location.split('#').collect();
         let port = FluvioStoragePortBuilder::new()
-            .endpoint(endpoint)
-            .prefix(prefix)
+            .endpoint(parts[0])
+            .prefix(parts[1])
+            .shards(parts[2].parse().unwrap())
             .build()
             .await
             .unwrap();
@@ -39,7 +40,7 @@ fn group_child() {
 fn harness(factory: &FluvioFactory, directory: &tempfile::TempDir) -> GroupProcesses {
     GroupProcesses {
         role_env: ROLE_ENV,
-        location: format!("{}#{}", factory.endpoint, factory.prefix),
+        location: format!("{}#{}#{}", factory.endpoint, factory.prefix, factory.shards),
         open,
         dir: directory.path().to_owned(),
     }
@@ -62,5 +63,36 @@ async fn frozen_member_is_fenced() {
     let directory = tempfile::tempdir().unwrap();
     harness(&factory, &directory)
         .frozen_member_is_fenced()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_members_survive_kills_three_shards() {
+    let Some(factory) = FluvioFactory::from_env(3).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory).members_survive_kills().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_hold_through_joins_kills_and_freezes() {
+    let Some(factory) = FluvioFactory::from_env(1).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory)
+        .handlers_hold_through_joins_kills_and_freezes()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_hold_through_joins_kills_and_freezes_three_shards() {
+    let Some(factory) = FluvioFactory::from_env(3).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory)
+        .handlers_hold_through_joins_kills_and_freezes()
         .await;
 }

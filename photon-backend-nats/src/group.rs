@@ -565,6 +565,13 @@ impl GroupCoordination for NatsCoordination {
         Some(self.port.open_shard_subscription(topic, partition, start))
     }
 
+    async fn partition_head(&self, topic: &str, partition: u32) -> Option<Result<i64>> {
+        // Each shard's own head: the topic's head is the fastest shard's, past the events
+        // the other shards have not reached.
+        self.topic_partitions(topic)?;
+        Some(self.port.shard_head(topic, partition).await)
+    }
+
     async fn members(&self, scope: &GroupScope) -> Result<Vec<LiveMember>> {
         let stream = self.stream().await?;
         let records: Vec<(String, Stored<MemberRecord>)> = self

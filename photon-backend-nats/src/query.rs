@@ -98,6 +98,32 @@ impl NatsStoragePort {
 }
 
 impl NatsStoragePort {
+    /// The seq of the last record stored in one shard of a topic (`0` before any): where
+    /// a consumer group pins a partition (a shard) that starts at the tail.
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Unavailable`] when the shard's stream cannot be read.
+    pub(crate) async fn shard_head(&self, topic: &str, shard: u32) -> Result<i64> {
+        let names = &self.inner.names;
+        let Some(stream) = self
+            .inner
+            .streams
+            .existing(&names.stream_name(topic, shard))
+            .await?
+        else {
+            return Ok(0);
+        };
+        let info = stream.get_info().await.map_err(|err| {
+            unavailable(format!("cannot read the head of topic {topic:?}"), err)
+        })?;
+        let last = info.state.last_sequence;
+        Ok(if last > 0 {
+            photon_seq(last, shard, names.shards())
+        } else {
+            0
+        })
+    }
+
     /// Up to `limit` records with `seq > after_seq`, by seq.
     pub(crate) async fn list_after(
         &self,

@@ -74,3 +74,25 @@ async fn frozen_member_is_fenced() {
         .frozen_member_is_fenced()
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_hold_through_joins_kills_and_freezes() {
+    let Some(factory) = NatsFactory::from_env(1).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory)
+        .handlers_hold_through_joins_kills_and_freezes()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_hold_through_joins_kills_and_freezes_four_shards() {
+    let Some(factory) = NatsFactory::from_env(4).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory)
+        .handlers_hold_through_joins_kills_and_freezes()
+        .await;
+}

@@ -55,3 +55,11 @@ async fn frozen_member_is_fenced() {
     let directory = tempfile::tempdir().unwrap();
     harness(&directory).frozen_member_is_fenced().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_handlers_hold_through_joins_kills_and_freezes() {
+    let directory = tempfile::tempdir().unwrap();
+    harness(&directory)
+        .handlers_hold_through_joins_kills_and_freezes()
+        .await;
+}

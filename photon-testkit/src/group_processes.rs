@@ -34,13 +34,13 @@ use serde_json::json;
 
 use crate::process::Spawned;
 
-const TOPIC: &str = "groups.orders";
-const GROUP: &str = "billing";
+pub(crate) const TOPIC: &str = "groups.orders";
+pub(crate) const GROUP: &str = "billing";
 const KEYS: usize = 64;
 /// Tasks of the publisher process, each publishing its own keys.
 const PUBLISHERS: usize = 8;
-const LEASE: Duration = Duration::from_secs(2);
-const HEARTBEAT: Duration = Duration::from_millis(200);
+pub(crate) const LEASE: Duration = Duration::from_secs(2);
+pub(crate) const HEARTBEAT: Duration = Duration::from_millis(200);
 
 /// Opens a port onto the backend named by a location string (a file path, a URL and a
 /// prefix, ...), in the test process and in every child.
@@ -59,20 +59,20 @@ pub struct GroupProcesses {
     pub dir: PathBuf,
 }
 
-fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// An append-only log, synced every 100 ms.
-struct Log {
+pub(crate) struct Log {
     file: File,
     synced: Instant,
 }
 
 impl Log {
-    fn open(path: &str) -> Self {
+    pub(crate) fn open(path: &str) -> Self {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -84,7 +84,7 @@ impl Log {
         }
     }
 
-    fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         self.file.write_all(format!("{line}\n").as_bytes()).unwrap();
         if self.synced.elapsed() >= Duration::from_millis(100) {
             self.file.sync_data().unwrap();
@@ -98,8 +98,10 @@ impl Log {
 }
 
 impl GroupProcesses {
-    /// Runs the child role named by `role_env`, if set: `publisher|location|log|count|per_second`
-    /// or `member|location|log|name|incarnation|handle_ms`. Call it from an ignored test
+    /// Runs the child role named by `role_env`, if set:
+    /// `publisher|location|log|count|per_second|keys`,
+    /// `member|location|log|name|incarnation|handle_ms` (the raw group stream) or
+    /// `handler|location|log|name|incarnation|handle_ms` (an executor group handler). Call it from an ignored test
     /// named `group_child`.
     ///
     /// # Panics
@@ -120,8 +122,16 @@ impl GroupProcesses {
                 &parts[2],
                 parts[3].parse().unwrap(),
                 parts[4].parse().unwrap(),
+                parts[5].parse().unwrap(),
             )),
             "member" => runtime.block_on(member(
+                open(parts[1].clone()),
+                &parts[2],
+                &parts[3],
+                parts[4].parse().unwrap(),
+                parts[5].parse().unwrap(),
+            )),
+            "handler" => runtime.block_on(crate::group_handlers::handler_member(
                 open(parts[1].clone()),
                 &parts[2],
                 &parts[3],
@@ -132,7 +142,7 @@ impl GroupProcesses {
         }
     }
 
-    fn spawn(&self, spec: &str) -> Spawned {
+    pub(crate) fn spawn(&self, spec: &str) -> Spawned {
         Command::new(std::env::current_exe().unwrap())
             .args([
                 "--ignored",
@@ -157,10 +167,15 @@ impl GroupProcesses {
         ))
     }
 
-    fn spawn_publisher(&self, count: usize, per_second: u64) -> (Spawned, PathBuf) {
+    pub(crate) fn spawn_publisher(
+        &self,
+        count: usize,
+        per_second: u64,
+        keys: usize,
+    ) -> (Spawned, PathBuf) {
         let log = self.dir.join("published.log");
         let child = self.spawn(&format!(
-            "publisher|{}|{}|{count}|{per_second}",
+            "publisher|{}|{}|{count}|{per_second}|{keys}",
             self.location,
             log.display()
         ));
@@ -192,7 +207,7 @@ impl GroupProcesses {
             .map(|name| self.spawn_member(name, 0, 1))
             .collect();
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (mut publisher, published_log) = self.spawn_publisher(EVENTS, 1300);
+        let (mut publisher, published_log) = self.spawn_publisher(EVENTS, 1300, KEYS);
 
         // (run killed, kill time)
         let mut kills: Vec<((String, u32), i64)> = Vec::new();
@@ -331,7 +346,7 @@ impl GroupProcesses {
         // m0 spends 50 ms per event, so it is mid-handling when frozen.
         let mut frozen = self.spawn_member("m0", 0, 50);
         let mut other = self.spawn_member("m1", 0, 1);
-        let (mut publisher, published_log) = self.spawn_publisher(400, 100);
+        let (mut publisher, published_log) = self.spawn_publisher(400, 100, KEYS);
         tokio::time::sleep(Duration::from_secs(3)).await;
         let status = Command::new("kill")
             .args(["-STOP", &frozen.id().to_string()])
@@ -450,6 +465,7 @@ async fn publish(
     log: &str,
     count: usize,
     per_second: u64,
+    keys: usize,
 ) {
     let store = EventStore::new(port.await, TransportCrypto::plaintext());
     let log = Arc::new(std::sync::Mutex::new(Log::open(log)));
@@ -458,10 +474,10 @@ async fn publish(
         .map(|task| {
             let (store, log) = (store.clone(), log.clone());
             tokio::spawn(async move {
-                for i in (0..count).filter(|i| (i % KEYS) % PUBLISHERS == task) {
+                for i in (0..count).filter(|i| (i % keys) % PUBLISHERS == task) {
                     let due = started + Duration::from_micros(i as u64 * 1_000_000 / per_second);
                     tokio::time::sleep_until(due.into()).await;
-                    let key = format!("k{}", i % KEYS);
+                    let key = format!("k{}", i % keys);
                     let appended = store
                         .publish(TOPIC, Some(&key), json!(null), json!({"i": i}))
                         .await
@@ -544,7 +560,7 @@ async fn member(
 
 /// One line of a member log.
 #[derive(Debug, Clone)]
-struct Step {
+pub(crate) struct Step {
     kind: String,
     member: String,
     incarnation: u32,
@@ -584,7 +600,7 @@ fn read_steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
-fn read_published(path: &Path) -> (BTreeMap<i64, String>, bool) {
+pub(crate) fn read_published(path: &Path) -> (BTreeMap<i64, String>, bool) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut published = BTreeMap::new();
     let mut done = false;
@@ -602,7 +618,7 @@ fn read_published(path: &Path) -> (BTreeMap<i64, String>, bool) {
     (published, done)
 }
 
-fn all_steps(dir: &Path, members: &[&str]) -> Vec<Step> {
+pub(crate) fn all_steps(dir: &Path, members: &[&str]) -> Vec<Step> {
     members
         .iter()
         .flat_map(|name| read_steps(&dir.join(format!("{name}.log"))))
@@ -611,18 +627,18 @@ fn all_steps(dir: &Path, members: &[&str]) -> Vec<Step> {
 
 /// A handled event: the `start` and `end` of one run, and whether its ack was accepted.
 #[derive(Debug, Clone)]
-struct Handling {
-    run: (String, u32),
-    partition: u32,
-    epoch: u64,
-    key: String,
-    seq: i64,
-    start: i64,
-    end: Option<i64>,
-    acked: bool,
+pub(crate) struct Handling {
+    pub(crate) run: (String, u32),
+    pub(crate) partition: u32,
+    pub(crate) epoch: u64,
+    pub(crate) key: String,
+    pub(crate) seq: i64,
+    pub(crate) start: i64,
+    pub(crate) end: Option<i64>,
+    pub(crate) acked: bool,
 }
 
-fn handlings(steps: &[Step]) -> Vec<Handling> {
+pub(crate) fn handlings(steps: &[Step]) -> Vec<Handling> {
     let mut open: HashMap<((String, u32), i64), usize> = HashMap::new();
     let mut out: Vec<Handling> = Vec::new();
     for step in steps {
@@ -688,7 +704,7 @@ fn assert_no_overlap(handled: &[Handling], killed_at: &HashMap<(String, u32), i6
 type OwnerRun = ((String, u32), u32, u64);
 
 /// Within one owner run, each key goes up.
-fn assert_order_per_run(handled: &[Handling]) {
+pub(crate) fn assert_order_per_run(handled: &[Handling]) {
     let mut last: HashMap<(OwnerRun, &str), i64> = HashMap::new();
     for h in handled {
         let id = ((h.run.clone(), h.partition, h.epoch), h.key.as_str());
@@ -707,7 +723,7 @@ fn assert_order_per_run(handled: &[Handling]) {
 /// Serializes the process tests of one test binary: their takeover deadlines are measured
 /// in wall time, and two of them at once would share the machine's cores with each other's
 /// member processes.
-async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+pub(crate) async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     ALONE.lock().await
 }

@@ -18,6 +18,7 @@
 mod capability;
 mod context;
 pub mod crash;
+mod group_handlers;
 pub mod group_processes;
 pub mod group_restart;
 pub mod process;

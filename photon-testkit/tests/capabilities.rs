@@ -221,7 +221,7 @@ fn one_list_of_scenarios() {
     let names: Vec<&str> = photon_testkit::SCENARIOS.iter().map(|s| s.name).collect();
     let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len());
-    assert_eq!(names.len(), 42);
+    assert_eq!(names.len(), 43);
     let gated: Vec<(&str, Vec<photon_testkit::Capability>)> = photon_testkit::SCENARIOS
         .iter()
         .filter(|s| !s.requires.is_empty())
@@ -244,6 +244,7 @@ fn one_list_of_scenarios() {
             ("group_lost_lease_is_fenced", vec![ConsumerGroups]),
             ("group_read_ahead_bounded", vec![ConsumerGroups]),
             ("group_member_takes_over_partitions", vec![ConsumerGroups]),
+            ("group_partitions_change", vec![ConsumerGroups]),
         ]
     );
 }

@@ -201,6 +201,16 @@ pub trait GroupCoordination: Send + Sync + 'static {
         None
     }
 
+    /// The seq of the last record of one partition (`0` when it holds none) when the store
+    /// reads partitions alone ([`GroupCoordination::partition_records`]), or when it can
+    /// tell the topic's end without the `head_seq` capability: where a partition that
+    /// starts at the tail is pinned. `None` (the default): the port's `head_seq` of the
+    /// topic.
+    async fn partition_head(&self, topic: &str, partition: u32) -> Option<Result<i64>> {
+        let _ = (topic, partition);
+        None
+    }
+
     /// The live members, sorted by name, one entry per name and partition count (as
     /// [`GroupCoordination::heartbeat`] returns them, without recording one).
     ///

@@ -436,14 +436,24 @@ impl Member {
             owned.committed(seq);
             return Ok(StartAt::AfterSeq(seq));
         }
-        if self.start != StartAt::Tail || !self.port.capabilities().head_seq {
+        if self.start != StartAt::Tail {
             return Ok(self.start);
         }
-        let head = self
-            .port
-            .head_seq(&self.scope.topic, None)
-            .await?
-            .unwrap_or(0);
+        // Pinned at the partition's own head where the store tells it (a shard's head, not
+        // the fastest shard's), else at the topic's.
+        let head = match self
+            .coordination
+            .partition_head(&self.scope.topic, owned.partition)
+            .await
+        {
+            Some(head) => head?,
+            None if self.port.capabilities().head_seq => self
+                .port
+                .head_seq(&self.scope.topic, None)
+                .await?
+                .unwrap_or(0),
+            None => return Ok(self.start),
+        };
         let pinned = self
             .coordination
             .commit(&self.scope, owned.id, &self.owner, owned.epoch, head)

@@ -568,3 +568,114 @@ pub async fn group_member_takes_over_partitions(ctx: Context) {
         "the stayer kept its own partitions: {members:?}"
     );
 }
+
+/// A group moves to another partition count without losing an event, both ways (16 -> 8
+/// and 8 -> 16) and with uneven progress: the first member acknowledges only the events of
+/// its even partitions. A member started with the new count meanwhile owns nothing and
+/// keeps running (it neither fails nor stops the member of the stored count); once that
+/// member left, it moves the group to its count and is handed every event the first one
+/// did not acknowledge, each key in seq order, under partitions of the new layout.
+/// (A store that dictates the partition count, broker shards, has nothing to change.)
+pub async fn group_partitions_change(ctx: Context) {
+    for (from, to) in [(16, 8), (8, 16)] {
+        change_partitions(&ctx, from, to).await;
+    }
+}
+
+async fn change_partitions(ctx: &Context, from: u32, to: u32) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let coordination = coordination(&port);
+    let topic = ctx.topic(&format!("resize-{from}-{to}"));
+    if coordination.topic_partitions(&topic).is_some() {
+        return;
+    }
+    let group = ctx.subscription(&format!("resize-{from}-{to}"));
+    let mut published = Vec::new();
+    for i in 0..800 {
+        let key = format!("k{}", i % 40);
+        let appended = store
+            .publish(&topic, Some(&key), json!(null), json!({"i": i}))
+            .await
+            .unwrap();
+        published.push(appended.seq);
+    }
+    let request = |member: &str| GroupRequest {
+        group: group.clone(),
+        member: member.to_owned(),
+        topic: topic.clone(),
+        start: StartAt::Beginning,
+    };
+    let options = |member: &str, partitions: u32| {
+        GroupOptions::new(member)
+            .partitions(partitions)
+            .lease(Duration::from_secs(1))
+            .heartbeat(Duration::from_millis(100))
+    };
+    let mut first = photon_core::group::join(
+        port.clone(),
+        coordination.clone(),
+        request("first"),
+        options("first", from),
+    );
+    let mut acknowledged = HashSet::new();
+    for item in take_exact(&mut first, 800).await {
+        let delivery = item.unwrap();
+        let record = &delivery.record;
+        if partition_of(record.topic_key.as_deref(), record.seq, from) % 2 == 0 {
+            delivery.ack.ack().await.unwrap();
+            acknowledged.insert(record.seq);
+        }
+    }
+    assert_eq!(acknowledged.len(), 400, "{from} -> {to}: half the partitions acknowledged");
+    let second_port = ctx.port().await;
+    let mut second = photon_core::group::join(
+        second_port.clone(),
+        coordination.clone(),
+        request("second"),
+        options("second", to),
+    );
+    // The member of the stored count is alive: the newcomer waits, owning nothing.
+    assert_quiet(&mut second, Duration::from_millis(600)).await;
+    first.leave().await;
+    let expected: HashSet<i64> = published
+        .iter()
+        .copied()
+        .filter(|seq| !acknowledged.contains(seq))
+        .collect();
+    let mut handed: Vec<(String, i64)> = Vec::new();
+    let mut seen = HashSet::new();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !expected.iter().all(|seq| seen.contains(seq)) {
+        let item = tokio::time::timeout_at(deadline, second.next())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{from} -> {to}: {} of {} unacknowledged events handed out by the deadline",
+                    expected.iter().filter(|seq| seen.contains(*seq)).count(),
+                    expected.len()
+                )
+            })
+            .expect("the stream stays open");
+        let delivery = item.unwrap();
+        let ownership = delivery.ack.ownership().unwrap();
+        assert_eq!(
+            ownership.partition >> 16,
+            1,
+            "{from} -> {to}: handed out under a partition of the new layout"
+        );
+        handed.push((
+            delivery.record.topic_key.clone().unwrap(),
+            delivery.record.seq,
+        ));
+        seen.insert(delivery.record.seq);
+        delivery.ack.ack().await.unwrap();
+    }
+    let mut last: HashMap<&str, i64> = HashMap::new();
+    for (key, seq) in &handed {
+        if let Some(previous) = last.insert(key, *seq) {
+            assert!(previous < *seq, "{from} -> {to}: key {key} went from {previous} to {seq}");
+        }
+    }
+    second.leave().await;
+}

@@ -89,6 +89,7 @@ macro_rules! __photon_scenarios {
             groups::group_lost_lease_is_fenced [ConsumerGroups],
             groups::group_read_ahead_bounded [ConsumerGroups],
             groups::group_member_takes_over_partitions [ConsumerGroups],
+            groups::group_partitions_change [ConsumerGroups],
             failures::undecodable_record [],
         }
     };

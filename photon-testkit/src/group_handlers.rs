@@ -1,0 +1,365 @@
+//! Executor group handlers across real processes
+//! ([`GroupProcesses::handlers_hold_through_joins_kills_and_freezes`]): the path users
+//! take (`HandlerOptions::group`, `#[subscribe(group = ..)]`), with a handler of 300 ms, a
+//! standing backlog, members joining, members killed with SIGKILL and restarted (under
+//! their name and under a new one), and a member frozen with SIGSTOP past its lease.
+//!
+//! Each member process runs an executor whose handler logs `start` and `end` of every
+//! attempt with the partition and epoch it runs under ([`photon_runtime::current_ownership`]).
+//! From the logs: no published event is missing, no attempt starts under a lease after a
+//! later lease of its partition was taken (no zombie start), no key is handled by two
+//! members at overlapping times (an attempt in progress when its process was frozen is the
+//! documented exception: its acknowledgement is refused), each run handles each key in
+//! order, an event is handled again only under a later epoch, and every member killed or
+//! frozen has each of its partitions taken over within the lease + 2 s.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use photon_core::{Event, PhotonError, StoragePort};
+use photon_runtime::{current_ownership, HandlerOptions, Photon};
+
+use crate::group_processes::{
+    all_steps, assert_order_per_run, handlings, now_ns, one_at_a_time, read_published,
+    GroupProcesses, Handling, Log, GROUP, HEARTBEAT, LEASE, TOPIC,
+};
+use crate::process::Spawned;
+
+/// Keys of the handler test: few, so that each key has a deep backlog.
+const KEYS: usize = 16;
+/// Events of the handler test.
+const EVENTS: usize = 900;
+/// How long the handler takes per event.
+const HANDLE_MS: u64 = 300;
+
+/// What the parent does to the members, in order, with the seconds since the first
+/// member started.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Starts member `n` (a join).
+    Join(usize),
+    /// SIGKILLs member `n` and restarts it under its name (static membership).
+    KillReuse(usize),
+    /// SIGKILLs member `n` and restarts it under a new name.
+    KillRename(usize),
+    /// SIGSTOPs member `n` for twice the lease, then resumes it.
+    Freeze(usize),
+}
+
+const SCHEDULE: [(f64, Step); 8] = [
+    (1.0, Step::Join(1)),
+    (2.0, Step::Join(2)),
+    (4.0, Step::KillReuse(1)),
+    (7.0, Step::KillRename(2)),
+    (9.5, Step::KillReuse(0)),
+    (12.5, Step::Freeze(1)),
+    (19.0, Step::KillReuse(2)),
+    (22.0, Step::KillRename(0)),
+];
+
+/// A member process of the test and the names it ran under.
+struct Slot {
+    name: String,
+    incarnation: u32,
+    child: Spawned,
+}
+
+impl GroupProcesses {
+    fn spawn_handler(&self, name: &str, incarnation: u32) -> Spawned {
+        let log = self.dir.join(format!("{name}.log"));
+        self.spawn(&format!(
+            "handler|{}|{}|{name}|{incarnation}|{HANDLE_MS}",
+            self.location,
+            log.display()
+        ))
+    }
+
+    /// Executor group handlers through joins, kills and a freeze (see the module docs).
+    ///
+    /// # Panics
+    /// When a check fails.
+    pub async fn handlers_hold_through_joins_kills_and_freezes(&self) {
+        let _alone = one_at_a_time().await;
+        let started = Instant::now();
+        let mut names: Vec<String> = Vec::new();
+        let mut slots: Vec<Option<Slot>> = (0..3).map(|_| None).collect();
+        let mut start = |slots: &mut Vec<Option<Slot>>, n: usize, name: String, incarnation| {
+            if !names.contains(&name) {
+                names.push(name.clone());
+            }
+            slots[n] = Some(Slot {
+                child: self.spawn_handler(&name, incarnation),
+                name,
+                incarnation,
+            });
+        };
+        start(&mut slots, 0, "h0".into(), 0);
+        let (mut publisher, published_log) = self.spawn_publisher(EVENTS, 600, KEYS);
+        // (run, time) of each kill; (run, from, to) of each freeze.
+        let mut kills: Vec<((String, u32), i64)> = Vec::new();
+        let mut freezes: Vec<((String, u32), i64, i64)> = Vec::new();
+        let mut renamed = 0;
+        for (at, step) in SCHEDULE {
+            tokio::time::sleep_until((started + Duration::from_secs_f64(at)).into()).await;
+            match step {
+                Step::Join(n) => start(&mut slots, n, format!("h{n}"), 0),
+                Step::KillReuse(n) | Step::KillRename(n) => {
+                    let Some(mut slot) = slots[n].take() else {
+                        continue;
+                    };
+                    slot.child.kill();
+                    kills.push(((slot.name.clone(), slot.incarnation), now_ns()));
+                    if matches!(step, Step::KillRename(_)) {
+                        renamed += 1;
+                        start(&mut slots, n, format!("h{n}r{renamed}"), 0);
+                    } else {
+                        start(&mut slots, n, slot.name, slot.incarnation + 1);
+                    }
+                }
+                Step::Freeze(n) => {
+                    let Some(slot) = slots[n].as_ref() else {
+                        continue;
+                    };
+                    let pid = slot.child.id().to_string();
+                    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+                    let from = now_ns();
+                    tokio::time::sleep(LEASE * 2).await;
+                    let to = now_ns();
+                    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+                    freezes.push(((slot.name.clone(), slot.incarnation), from, to));
+                }
+            }
+        }
+
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let published = loop {
+            let (published, done) = read_published(&published_log);
+            let handled = handlings(&all_steps(&self.dir, &names));
+            let ended: HashSet<i64> = handled
+                .iter()
+                .filter(|h| h.end.is_some())
+                .map(|h| h.seq)
+                .collect();
+            if done && published.keys().all(|seq| ended.contains(seq)) {
+                break published;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {} published events handled",
+                published.keys().filter(|seq| ended.contains(seq)).count(),
+                published.len()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        // A straggling attempt of a given-back event would show up within a handler's time.
+        tokio::time::sleep(Duration::from_millis(HANDLE_MS * 3)).await;
+        for slot in slots.iter_mut().flatten() {
+            slot.child.kill();
+        }
+        assert!(publisher.wait().success());
+        let handled = handlings(&all_steps(&self.dir, &names));
+        assert_eq!(published.len(), EVENTS, "the publisher stored every event");
+        let ended: HashSet<i64> = handled
+            .iter()
+            .filter(|h| h.end.is_some())
+            .map(|h| h.seq)
+            .collect();
+        let missing: Vec<i64> = published
+            .keys()
+            .filter(|seq| !ended.contains(seq))
+            .copied()
+            .collect();
+        assert_eq!(missing, Vec::<i64>::new(), "missing events");
+        for h in &handled {
+            assert_eq!(published.get(&h.seq), Some(&h.key), "seq {} key", h.seq);
+        }
+        let zombies = zombie_starts(&handled);
+        assert_eq!(zombies, Vec::<String>::new(), "starts under a lost lease");
+        let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
+        let overlaps = overlapping(&handled, &killed_at, &freezes);
+        assert_eq!(overlaps, Vec::<String>::new(), "overlapping handlings of a key");
+        assert_order_per_run(&handled);
+        assert_repeats_under_later_epochs(&handled);
+
+        let mut lost: Vec<((String, u32), i64)> = kills.clone();
+        lost.extend(freezes.iter().map(|(run, from, _)| (run.clone(), *from)));
+        let worst = worst_takeover(&handled, &lost);
+        let limit = LEASE + Duration::from_secs(2);
+        println!(
+            "{} handlings of {EVENTS} events, {} kills, {} freezes; worst kill-to-takeover {} ms",
+            handled.len(),
+            kills.len(),
+            freezes.len(),
+            worst.as_millis()
+        );
+        assert!(
+            worst <= limit,
+            "a partition was taken over {} ms after its member was killed or frozen (limit {} ms)",
+            worst.as_millis(),
+            limit.as_millis()
+        );
+    }
+}
+
+/// Attempts started under a lease after a later lease of the same partition was taken: a
+/// later epoch's first start comes after the new owner acquired the partition, so no start
+/// of an older epoch may follow it.
+fn zombie_starts(handled: &[Handling]) -> Vec<String> {
+    let mut first_start: HashMap<(u32, u64), i64> = HashMap::new();
+    for h in handled {
+        let start = first_start.entry((h.partition, h.epoch)).or_insert(h.start);
+        *start = (*start).min(h.start);
+    }
+    handled
+        .iter()
+        .filter_map(|h| {
+            let later = first_start
+                .iter()
+                .filter(|((partition, epoch), start)| {
+                    *partition == h.partition && *epoch > h.epoch && **start < h.start
+                })
+                .map(|((_, epoch), _)| *epoch)
+                .min()?;
+            Some(format!(
+                "{:?} started seq {} of partition {} at epoch {} after epoch {later} began",
+                h.run, h.seq, h.partition, h.epoch
+            ))
+        })
+        .collect()
+}
+
+/// Pairs of handlings of one key by different runs at overlapping times. A handling ends at
+/// its `end`, or at its run's kill. An attempt in progress when its process was frozen is
+/// left out: it resumes after the freeze by design (its acknowledgement is refused).
+fn overlapping(
+    handled: &[Handling],
+    killed_at: &HashMap<(String, u32), i64>,
+    freezes: &[((String, u32), i64, i64)],
+) -> Vec<String> {
+    let frozen_mid_attempt = |h: &Handling| {
+        freezes.iter().any(|(run, from, _)| {
+            *run == h.run && h.start < *from && h.end.is_none_or(|end| end > *from)
+        })
+    };
+    let mut by_key: HashMap<&str, Vec<(i64, i64, &Handling)>> = HashMap::new();
+    for h in handled.iter().filter(|h| !frozen_mid_attempt(h)) {
+        let end = h
+            .end
+            .or_else(|| killed_at.get(&h.run).copied())
+            .unwrap_or(i64::MAX);
+        by_key.entry(&h.key).or_default().push((h.start, end, h));
+    }
+    let mut overlaps = Vec::new();
+    for (key, mut intervals) in by_key {
+        intervals.sort_by_key(|(start, _, _)| *start);
+        for (i, (_, end, a)) in intervals.iter().enumerate() {
+            for (start, _, b) in &intervals[i + 1..] {
+                if start >= end {
+                    break;
+                }
+                overlaps.push(format!(
+                    "key {key}: seq {} by {:?} (epoch {}) overlaps seq {} by {:?} (epoch {}) by {} ms",
+                    b.seq,
+                    b.run,
+                    b.epoch,
+                    a.seq,
+                    a.run,
+                    a.epoch,
+                    (end - start) / 1_000_000
+                ));
+            }
+        }
+    }
+    overlaps
+}
+
+/// An event handled twice was handled again only under a later epoch of its partition.
+fn assert_repeats_under_later_epochs(handled: &[Handling]) {
+    let mut by_start: Vec<&Handling> = handled.iter().collect();
+    by_start.sort_by_key(|h| h.start);
+    let mut first_by: HashMap<i64, &Handling> = HashMap::new();
+    for h in by_start {
+        if let Some(first) = first_by.get(&h.seq) {
+            assert!(
+                first.epoch < h.epoch,
+                "seq {} handled again by {:?} at epoch {} after {:?} at epoch {}",
+                h.seq,
+                h.run,
+                h.epoch,
+                first.run,
+                first.epoch
+            );
+        } else {
+            first_by.insert(h.seq, h);
+        }
+    }
+}
+
+/// The longest time from losing a member (kill or freeze) to another run's first start of
+/// each partition the lost run handled, over the partitions that had work left.
+fn worst_takeover(handled: &[Handling], lost: &[((String, u32), i64)]) -> Duration {
+    let mut worst = 0;
+    for (run, at) in lost {
+        let partitions: BTreeSet<u32> = handled
+            .iter()
+            .filter(|h| &h.run == run && h.start < *at)
+            .map(|h| h.partition)
+            .collect();
+        for partition in partitions {
+            let next = handled
+                .iter()
+                .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
+                .map(|h| h.start)
+                .min();
+            if let Some(next) = next {
+                worst = worst.max(next - at);
+            }
+        }
+    }
+    Duration::from_nanos(u64::try_from(worst).unwrap_or(0))
+}
+
+/// A member process running an executor group handler that logs each attempt's `start`
+/// and `end` with the lease it runs under, and sleeps `handle_ms` in between.
+pub(crate) async fn handler_member(
+    port: BoxFuture<'static, Arc<dyn StoragePort>>,
+    log: &str,
+    name: &str,
+    incarnation: u32,
+    handle_ms: u64,
+) {
+    let photon = Photon::builder()
+        .shared_storage_port(port.await)
+        .build()
+        .unwrap();
+    let log = Arc::new(Mutex::new(Log::open(log)));
+    let run = format!("{name} {incarnation}");
+    let options = HandlerOptions::new(GROUP, TOPIC)
+        .group(GROUP)
+        .member(name)
+        .lease(LEASE, HEARTBEAT);
+    let _executor = photon
+        .executor()
+        .handler_with(options, move |event: Event| {
+            let (log, run) = (log.clone(), run.clone());
+            async move {
+                let ownership = current_ownership().expect("a group handler runs under a lease");
+                let key = event.topic_key.clone().unwrap_or_default();
+                let what = format!(
+                    "{run} {} {} {key} {}",
+                    ownership.partition, ownership.epoch, event.seq
+                );
+                log.lock().unwrap().line(&format!("start {what} {}", now_ns()));
+                tokio::time::sleep(Duration::from_millis(handle_ms)).await;
+                log.lock().unwrap().line(&format!("end {what} {}", now_ns()));
+                Ok::<(), PhotonError>(())
+            }
+        })
+        .start()
+        .unwrap();
+    std::future::pending::<()>().await;
+}
