@@ -113,9 +113,10 @@ impl NatsStoragePort {
         else {
             return Ok(0);
         };
-        let info = stream.get_info().await.map_err(|err| {
-            unavailable(format!("cannot read the head of topic {topic:?}"), err)
-        })?;
+        let info = stream
+            .get_info()
+            .await
+            .map_err(|err| unavailable(format!("cannot read the head of topic {topic:?}"), err))?;
         let last = info.state.last_sequence;
         Ok(if last > 0 {
             photon_seq(last, shard, names.shards())

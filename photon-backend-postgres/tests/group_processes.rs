@@ -69,6 +69,8 @@ async fn frozen_member_is_fenced() {
 async fn group_handlers_hold_through_joins_kills_and_freezes() {
     let directory = tempfile::tempdir().unwrap();
     if let Some((harness, _factory)) = harness(&directory).await {
-        harness.handlers_hold_through_joins_kills_and_freezes().await;
+        harness
+            .handlers_hold_through_joins_kills_and_freezes()
+            .await;
     }
 }

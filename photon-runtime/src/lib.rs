@@ -32,6 +32,7 @@ pub mod testing;
 
 pub use backend::{GenericPhotonBackend, PhotonBackend};
 pub use builder::PhotonBuilder;
+pub use executor::current_ownership;
 pub use executor::{
     AdminSnapshot, DeadEvent, DeadLetter, DeadLetterCount, Executor, ExecutorBuilder,
     ExecutorConfig, ExecutorConfigBuilder, HandlerDescriptor, HandlerFuture, HandlerInput,
@@ -39,7 +40,6 @@ pub use executor::{
     TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
     DEFAULT_MAX_HANDLER_TIME, WAIT_IDLE_TIMEOUT,
 };
-pub use executor::current_ownership;
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
 pub use subscription::DurableSubscription;

@@ -72,7 +72,10 @@ async fn a_join_during_a_backlog_hands_keys_over_without_overlap_or_repeat() {
     // executor holding up to 256 events read ahead.
     let deadline = Instant::now() + Duration::from_secs(20);
     while attempts.lock().unwrap().len() < 16 {
-        assert!(Instant::now() < deadline, "the first member handles nothing");
+        assert!(
+            Instant::now() < deadline,
+            "the first member handles nothing"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let second_executor = member(&second, 1, &attempts);
@@ -94,18 +97,31 @@ async fn a_join_during_a_backlog_hands_keys_over_without_overlap_or_repeat() {
         *m.entry(a.0).or_default() += 1;
         m
     });
-    assert_eq!(by_member.len(), 2, "both members handled events: {by_member:?}");
+    assert_eq!(
+        by_member.len(),
+        2,
+        "both members handled events: {by_member:?}"
+    );
     // Per key: attempts one after the other, in seq order, whichever member ran them.
-    let mut by_key: BTreeMap<&str, Vec<&(usize, String, i64, Instant, Instant)>> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<&str, Vec<&(usize, String, i64, Instant, Instant)>> = BTreeMap::new();
     for attempt in &attempts {
         by_key.entry(&attempt.1).or_default().push(attempt);
     }
     for (key, mut runs) in by_key {
         runs.sort_by_key(|a| a.3);
         for pair in runs.windows(2) {
-            assert!(pair[1].3 >= pair[0].4, "key {key}: {:?} overlaps {:?}", pair[1], pair[0]);
-            assert!(pair[1].2 > pair[0].2, "key {key}: seq {} after {}", pair[1].2, pair[0].2);
+            assert!(
+                pair[1].3 >= pair[0].4,
+                "key {key}: {:?} overlaps {:?}",
+                pair[1],
+                pair[0]
+            );
+            assert!(
+                pair[1].2 > pair[0].2,
+                "key {key}: seq {} after {}",
+                pair[1].2,
+                pair[0].2
+            );
         }
     }
     let snapshot = first.admin_snapshot().await.unwrap();
@@ -145,8 +161,15 @@ async fn an_attempt_past_max_handler_time_is_cancelled_and_retried() {
         .await
         .unwrap();
     executor.wait_idle().await.unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "one cancelled attempt, one retry");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "one cancelled attempt, one retry"
+    );
     let handler = &photon.admin_snapshot().await.unwrap().handlers[0];
-    assert_eq!((handler.handled, handler.retries, handler.dead_lettered), (1, 1, 0));
+    assert_eq!(
+        (handler.handled, handler.retries, handler.dead_lettered),
+        (1, 1, 0)
+    );
     executor.shutdown().await.unwrap();
 }

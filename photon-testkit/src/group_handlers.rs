@@ -124,11 +124,19 @@ impl GroupProcesses {
                         continue;
                     };
                     let pid = slot.child.id().to_string();
-                    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+                    assert!(Command::new("kill")
+                        .args(["-STOP", &pid])
+                        .status()
+                        .unwrap()
+                        .success());
                     let from = now_ns();
                     tokio::time::sleep(LEASE * 2).await;
                     let to = now_ns();
-                    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+                    assert!(Command::new("kill")
+                        .args(["-CONT", &pid])
+                        .status()
+                        .unwrap()
+                        .success());
                     freezes.push(((slot.name.clone(), slot.incarnation), from, to));
                 }
             }
@@ -181,7 +189,11 @@ impl GroupProcesses {
         assert_eq!(zombies, Vec::<String>::new(), "starts under a lost lease");
         let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
         let overlaps = overlapping(&handled, &killed_at, &freezes);
-        assert_eq!(overlaps, Vec::<String>::new(), "overlapping handlings of a key");
+        assert_eq!(
+            overlaps,
+            Vec::<String>::new(),
+            "overlapping handlings of a key"
+        );
         assert_order_per_run(&handled);
         assert_repeats_under_later_epochs(&handled);
 
@@ -353,9 +365,13 @@ pub(crate) async fn handler_member(
                     "{run} {} {} {key} {}",
                     ownership.partition, ownership.epoch, event.seq
                 );
-                log.lock().unwrap().line(&format!("start {what} {}", now_ns()));
+                log.lock()
+                    .unwrap()
+                    .line(&format!("start {what} {}", now_ns()));
                 tokio::time::sleep(Duration::from_millis(handle_ms)).await;
-                log.lock().unwrap().line(&format!("end {what} {}", now_ns()));
+                log.lock()
+                    .unwrap()
+                    .line(&format!("end {what} {}", now_ns()));
                 Ok::<(), PhotonError>(())
             }
         })

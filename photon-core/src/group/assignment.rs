@@ -108,7 +108,11 @@ mod tests {
     }
 
     fn moved(before: &[Option<String>], after: &[Option<String>]) -> usize {
-        before.iter().zip(after).filter(|(b, a)| b.is_some() && b != a).count()
+        before
+            .iter()
+            .zip(after)
+            .filter(|(b, a)| b.is_some() && b != a)
+            .count()
     }
 
     #[test]
@@ -116,7 +120,10 @@ mod tests {
         let owners = assignment(&["a", "b", "c"], &[None; 8]);
         assert!(owners.iter().all(Option::is_some));
         for member in ["a", "b", "c"] {
-            let count = owners.iter().filter(|o| o.as_deref() == Some(member)).count();
+            let count = owners
+                .iter()
+                .filter(|o| o.as_deref() == Some(member))
+                .count();
             assert!((2..=3).contains(&count), "{member}: {count}");
         }
         // A member counts itself live before its own heartbeat is seen.
@@ -154,7 +161,9 @@ mod tests {
                 assert_eq!(before, after);
             }
         }
-        assert!(after.iter().all(|o| o.is_some() && o.as_deref() != Some("b")));
+        assert!(after
+            .iter()
+            .all(|o| o.is_some() && o.as_deref() != Some("b")));
     }
 
     #[test]

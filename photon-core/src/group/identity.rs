@@ -65,6 +65,9 @@ mod tests {
         assert_eq!(first, default_member());
         assert_eq!(second, format!("{first}-2"));
         assert_eq!(other, first);
-        assert!(first.ends_with(&format!("-{}", std::process::id())) || std::env::var(MEMBER_ENV).is_ok());
+        assert!(
+            first.ends_with(&format!("-{}", std::process::id()))
+                || std::env::var(MEMBER_ENV).is_ok()
+        );
     }
 }

@@ -262,11 +262,20 @@ mod tests {
                 let before = partition_of(Some(&key), 0, old_count);
                 let after = partition_of(Some(&key), 0, new_count);
                 let start = covering(&from, &old, &to, after).expect("every old one committed");
-                assert!(start <= old[before as usize].unwrap(), "{key}: {old_count} -> {new_count}");
+                assert!(
+                    start <= old[before as usize].unwrap(),
+                    "{key}: {old_count} -> {new_count}"
+                );
             }
         }
         let from = Layout::first(4);
-        assert_eq!(covering(&from, &[Some(1), None, Some(3), Some(4)], &from.next(2), 1), None);
-        assert_eq!(covering(&from, &[Some(1), None, Some(3), Some(4)], &from.next(2), 0), Some(1));
+        assert_eq!(
+            covering(&from, &[Some(1), None, Some(3), Some(4)], &from.next(2), 1),
+            None
+        );
+        assert_eq!(
+            covering(&from, &[Some(1), None, Some(3), Some(4)], &from.next(2), 0),
+            Some(1)
+        );
     }
 }

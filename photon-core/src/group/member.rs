@@ -92,7 +92,10 @@ impl Plan {
     }
 
     fn held_by_another(&self, partition: u32) -> bool {
-        self.others.get(partition as usize).copied().unwrap_or(false)
+        self.others
+            .get(partition as usize)
+            .copied()
+            .unwrap_or(false)
     }
 }
 
@@ -242,7 +245,9 @@ impl Member {
         let mut renewing = Vec::new();
         for owned in self.owned() {
             let stays = plan.keep
-                || plan.layout.is_some_and(|layout| layout.id(owned.partition) == owned.id)
+                || plan
+                    .layout
+                    .is_some_and(|layout| layout.id(owned.partition) == owned.id)
                     && plan.mine.contains(&owned.partition);
             if !stays && !owned.draining() {
                 owned.drain();

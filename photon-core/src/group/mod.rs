@@ -44,9 +44,9 @@ pub use assignment::{partition_of, sticky};
 pub use coordination::{
     owner_name, GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease,
 };
+pub use dispatcher::{group_checkpoint, GroupDispatchers};
 pub use identity::{default_member, nth_member, MEMBER_ENV};
 pub use layout::{current_view, Layout, MAX_PARTITIONS};
-pub use dispatcher::{group_checkpoint, GroupDispatchers};
 pub use member::{join, GroupMembership};
 pub use options::{
     GroupOptions, DEFAULT_COMMIT_INTERVAL, DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_PARTITIONS,

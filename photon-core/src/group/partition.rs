@@ -407,7 +407,14 @@ mod tests {
     use super::*;
 
     fn owned(deadline: Instant) -> Arc<Owned> {
-        Owned::new(GroupScope::new("g", "t"), (3, 3), 1, "m#1".into(), deadline, 4)
+        Owned::new(
+            GroupScope::new("g", "t"),
+            (3, 3),
+            1,
+            "m#1".into(),
+            deadline,
+            4,
+        )
     }
 
     #[test]

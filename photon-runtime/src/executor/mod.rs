@@ -109,8 +109,8 @@ pub use config::{
 };
 #[allow(deprecated)]
 pub use config::{INITIAL_BACKOFF_MS_ENV, MAX_BACKOFF_MS_ENV, SHUTDOWN_TIMEOUT_MS_ENV};
-pub use fencing::current_ownership;
 pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
+pub use fencing::current_ownership;
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
     DEFAULT_MAX_HANDLER_TIME,

@@ -627,7 +627,11 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
             acknowledged.insert(record.seq);
         }
     }
-    assert_eq!(acknowledged.len(), 400, "{from} -> {to}: half the partitions acknowledged");
+    assert_eq!(
+        acknowledged.len(),
+        400,
+        "{from} -> {to}: half the partitions acknowledged"
+    );
     let second_port = ctx.port().await;
     let mut second = photon_core::group::join(
         second_port.clone(),
@@ -674,7 +678,10 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
     let mut last: HashMap<&str, i64> = HashMap::new();
     for (key, seq) in &handed {
         if let Some(previous) = last.insert(key, *seq) {
-            assert!(previous < *seq, "{from} -> {to}: key {key} went from {previous} to {seq}");
+            assert!(
+                previous < *seq,
+                "{from} -> {to}: key {key} went from {previous} to {seq}"
+            );
         }
     }
     second.leave().await;
