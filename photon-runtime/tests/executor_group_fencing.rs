@@ -14,8 +14,10 @@ use photon_core::{Event, PhotonError};
 use photon_runtime::{current_ownership, HandlerOptions, Photon};
 use serde_json::json;
 
-/// `(member, key, seq, start, end)` of every attempt.
-type Attempts = Arc<Mutex<Vec<(usize, String, i64, Instant, Instant)>>>;
+/// `(member, key, seq, start, end)` of one attempt.
+type Attempt = (usize, String, i64, Instant, Instant);
+/// Every attempt.
+type Attempts = Arc<Mutex<Vec<Attempt>>>;
 
 fn photon(port: &MemStoragePort) -> Photon {
     Photon::builder()
@@ -103,7 +105,7 @@ async fn a_join_during_a_backlog_hands_keys_over_without_overlap_or_repeat() {
         "both members handled events: {by_member:?}"
     );
     // Per key: attempts one after the other, in seq order, whichever member ran them.
-    let mut by_key: BTreeMap<&str, Vec<&(usize, String, i64, Instant, Instant)>> = BTreeMap::new();
+    let mut by_key: BTreeMap<&str, Vec<&Attempt>> = BTreeMap::new();
     for attempt in &attempts {
         by_key.entry(&attempt.1).or_default().push(attempt);
     }

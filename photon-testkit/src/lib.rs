@@ -16,6 +16,7 @@
 //! exact counts, order and content, and waits with deadlines, never "at least one".
 
 mod capability;
+pub mod composition;
 mod context;
 pub mod crash;
 mod group_handlers;
@@ -42,6 +43,17 @@ pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 macro_rules! conformance_tests {
     ($factory:expr) => {
         $crate::__photon_scenarios!(conformance_tests { @each $factory; });
+
+        /// Seeded random schedules of every operation, checked against one model
+        /// (`photon_testkit::composition`): `PHOTON_COMPOSITION_CASES` schedules (default
+        /// 4) from `PHOTON_COMPOSITION_SEED` (default 1).
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn composition() {
+            let factory = $factory.await;
+            if let Some(factory) = factory {
+                $crate::composition::run_cases(::std::sync::Arc::new(factory), &[], 4).await;
+            }
+        }
     };
     (@each $factory:expr; $($module:ident :: $name:ident [$($capability:ident),*]),* $(,)?) => {
         $(

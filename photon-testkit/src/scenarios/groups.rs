@@ -622,7 +622,7 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
     for item in take_exact(&mut first, 800).await {
         let delivery = item.unwrap();
         let record = &delivery.record;
-        if partition_of(record.topic_key.as_deref(), record.seq, from) % 2 == 0 {
+        if partition_of(record.topic_key.as_deref(), record.seq, from).is_multiple_of(2) {
             delivery.ack.ack().await.unwrap();
             acknowledged.insert(record.seq);
         }

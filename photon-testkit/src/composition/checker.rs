@@ -1,0 +1,205 @@
+//! The model every history is held to, the same for every port.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::history::{DurableLog, History};
+
+/// What a history broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation(pub String);
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Checks a history against the model (see [`super`]).
+///
+/// # Errors
+/// The first [`Violation`] found.
+pub fn check(history: &History) -> Result<(), Violation> {
+    if let Some(failure) = history.failures.first() {
+        return Err(Violation(format!("operation failed or hung: {failure}")));
+    }
+    for (sub, log) in &history.durable {
+        durable_complete(history, *sub, log)?;
+        durable_order(*sub, log)?;
+        durable_no_repeat_after_ack(*sub, log)?;
+        checkpoints_monotonic(*sub, log)?;
+        gaps_explained(history, &log.gaps, &format!("subscription {sub}"))?;
+    }
+    group_complete(history)?;
+    group_no_overlap(history)?;
+    group_repeats_under_later_leases(history)?;
+    gaps_explained(history, &history.group_gaps, "the group")?;
+    Ok(())
+}
+
+fn in_gaps(seq: i64, gaps: &[(i64, i64)]) -> bool {
+    gaps.iter().any(|(from, to)| (*from..*to).contains(&seq))
+}
+
+/// Every stored event reached the subscription or is named by a gap.
+fn durable_complete(history: &History, sub: u8, log: &DurableLog) -> Result<(), Violation> {
+    let delivered: HashSet<i64> = log.runs.iter().flatten().map(|d| d.seq).collect();
+    let missing: Vec<i64> = history
+        .published
+        .keys()
+        .filter(|seq| !delivered.contains(seq) && !in_gaps(**seq, &log.gaps))
+        .copied()
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Violation(format!(
+        "subscription {sub}: {} stored events neither delivered nor in a gap: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    )))
+}
+
+/// Within one delivery run each key goes up.
+fn durable_order(sub: u8, log: &DurableLog) -> Result<(), Violation> {
+    for (run, deliveries) in log.runs.iter().enumerate() {
+        let mut last: HashMap<&Option<String>, i64> = HashMap::new();
+        for delivered in deliveries {
+            if let Some(previous) = last.insert(&delivered.key, delivered.seq) {
+                if previous >= delivered.seq {
+                    return Err(Violation(format!(
+                        "subscription {sub}, run {run}: key {:?} delivered seq {} after {previous}",
+                        delivered.key, delivered.seq
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An acknowledged event is not delivered again (every drop and restart here is
+/// graceful, which stores the acknowledgements).
+fn durable_no_repeat_after_ack(sub: u8, log: &DurableLog) -> Result<(), Violation> {
+    let mut acked: HashMap<i64, usize> = HashMap::new();
+    for (run, deliveries) in log.runs.iter().enumerate() {
+        for delivered in deliveries {
+            if let Some(earlier) = acked.get(&delivered.seq) {
+                return Err(Violation(format!(
+                    "subscription {sub}: seq {} acknowledged in run {earlier} was delivered again in run {run}",
+                    delivered.seq
+                )));
+            }
+        }
+        for delivered in deliveries.iter().filter(|d| d.acked) {
+            acked.insert(delivered.seq, run);
+        }
+    }
+    Ok(())
+}
+
+fn checkpoints_monotonic(sub: u8, log: &DurableLog) -> Result<(), Violation> {
+    for pair in log.checkpoints.windows(2) {
+        if pair[1] < pair[0] {
+            return Err(Violation(format!(
+                "subscription {sub}: stored checkpoint went from {:?} to {:?}",
+                pair[0], pair[1]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A gap only names events a retention sweep removed.
+fn gaps_explained(history: &History, gaps: &[(i64, i64)], whose: &str) -> Result<(), Violation> {
+    for (from, to) in gaps {
+        let kept = history
+            .published
+            .range(*from..*to)
+            .map(|(seq, _)| *seq)
+            .find(|seq| *seq >= history.truncated_before);
+        if let Some(seq) = kept {
+            return Err(Violation(format!(
+                "{whose}: gap {from}..{to} names seq {seq}, which no retention removed (swept before {})",
+                history.truncated_before
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every stored event not removed by retention was acknowledged by a member, or named by
+/// a gap.
+fn group_complete(history: &History) -> Result<(), Violation> {
+    if history.group.is_empty() && history.group_gaps.is_empty() {
+        return Ok(());
+    }
+    let acked: HashSet<i64> = history
+        .group
+        .iter()
+        .filter(|d| d.acked_at.is_some())
+        .map(|d| d.seq)
+        .collect();
+    let missing: Vec<i64> = history
+        .published
+        .keys()
+        .filter(|seq| **seq >= history.truncated_before)
+        .filter(|seq| !acked.contains(seq) && !in_gaps(**seq, &history.group_gaps))
+        .copied()
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Violation(format!(
+        "the group: {} stored events never acknowledged: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    )))
+}
+
+/// No key is held by two members at overlapping times with both acknowledgements
+/// accepted.
+fn group_no_overlap(history: &History) -> Result<(), Violation> {
+    let mut by_key: BTreeMap<&str, Vec<_>> = BTreeMap::new();
+    for delivery in history.group.iter().filter(|d| d.acked_at.is_some()) {
+        if let Some(key) = delivery.key.as_deref() {
+            by_key.entry(key).or_default().push(delivery);
+        }
+    }
+    for (key, mut deliveries) in by_key {
+        deliveries.sort_by_key(|d| d.delivered_at);
+        for pair in deliveries.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let a_end = a.acked_at.unwrap_or(a.delivered_at);
+            if (a.member, a.run) != (b.member, b.run) && b.delivered_at < a_end {
+                return Err(Violation(format!(
+                    "key {key}: seq {} handed to member {} while member {} held seq {}",
+                    b.seq, b.member, a.member, a.seq
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An event acknowledged in the group is handed out again only under a later lease of
+/// its partition (an earlier owner lost it before committing).
+fn group_repeats_under_later_leases(history: &History) -> Result<(), Violation> {
+    let mut acked: HashMap<i64, (u32, u64)> = HashMap::new();
+    let mut in_order: Vec<_> = history.group.iter().collect();
+    in_order.sort_by_key(|d| d.delivered_at);
+    for delivery in in_order {
+        if let Some((partition, epoch)) = acked.get(&delivery.seq) {
+            let later = delivery.lease.0 != *partition || delivery.lease.1 > *epoch;
+            if !later {
+                return Err(Violation(format!(
+                    "the group: seq {} acknowledged under partition {partition} epoch {epoch} was handed out again under epoch {}",
+                    delivery.seq, delivery.lease.1
+                )));
+            }
+        }
+        if delivery.acked_at.is_some() {
+            acked.insert(delivery.seq, delivery.lease);
+        }
+    }
+    Ok(())
+}

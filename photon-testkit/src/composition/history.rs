@@ -1,0 +1,66 @@
+//! What one run of a schedule observed.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// One event handed to a durable subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// Its seq.
+    pub seq: i64,
+    /// Its key.
+    pub key: Option<String>,
+    /// Whether it was acknowledged (the acknowledgement was accepted).
+    pub acked: bool,
+}
+
+/// Everything one durable subscription saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DurableLog {
+    /// Deliveries, one list per opening of the subscription.
+    pub runs: Vec<Vec<Delivered>>,
+    /// `Gap { from, to }` items received.
+    pub gaps: Vec<(i64, i64)>,
+    /// The stored checkpoint read after each flush.
+    pub checkpoints: Vec<Option<i64>>,
+}
+
+/// One event handed to a group member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDelivery {
+    /// Which member.
+    pub member: u8,
+    /// Which joining of that member (0 for its first).
+    pub run: usize,
+    /// Its seq.
+    pub seq: i64,
+    /// Its key.
+    pub key: Option<String>,
+    /// The partition id and epoch of the lease it was handed out under.
+    pub lease: (u32, u64),
+    /// When it was handed out.
+    pub delivered_at: Instant,
+    /// When its acknowledgement was accepted, if it was.
+    pub acked_at: Option<Instant>,
+}
+
+/// What a run of a schedule observed.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// The schedule's seed.
+    pub seed: u64,
+    /// Every stored event: seq and key.
+    pub published: BTreeMap<i64, Option<String>>,
+    /// The highest `before` of the retention sweeps that ran (`0` without one).
+    pub truncated_before: i64,
+    /// Per durable subscription.
+    pub durable: BTreeMap<u8, DurableLog>,
+    /// Every group delivery.
+    pub group: Vec<GroupDelivery>,
+    /// `Gap { from, to }` items received by group members.
+    pub group_gaps: Vec<(i64, i64)>,
+    /// Unexpected errors and operations that did not finish within their bound.
+    pub failures: Vec<String>,
+    /// A line per operation played: what it did and saw.
+    pub trace: Vec<String>,
+}

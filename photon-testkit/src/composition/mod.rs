@@ -1,0 +1,123 @@
+//! Composition testing: seeded random schedules of every operation on one port, checked
+//! against one model.
+//!
+//! A [`Schedule`] is drawn from a seed ([`Schedule::generate`]): options (the group's
+//! partition count, sealed or plaintext events, whether durable subscriptions flush after
+//! every acknowledgement) and a list of [`Op`]s over the public API: publishing single
+//! events and batches, keyed and unkeyed; durable subscriptions reading, acknowledging or
+//! not, flushing, dropped and reopened; group members joining, reading, leaving and being
+//! aborted; retention (`truncate_before`); and restarts of the port (everything dropped and
+//! the port opened again). [`run`] plays a schedule on a port, records everything it saw
+//! in a [`History`], drains every consumer at the end, and [`check`] holds the history to
+//! one model, the same for every port:
+//!
+//! - every stored event reaches every durable subscription and the group: delivered, or
+//!   named by a `Gap` that a retention explains;
+//! - within one delivery run, each key's events come in seq order;
+//! - an event acknowledged by a durable subscription is not delivered to it again (every
+//!   restart here is graceful: drops and shutdowns store the acknowledgements);
+//! - no key is handed to two group members at overlapping times under accepted
+//!   acknowledgements, and an event acknowledged in the group comes again only under a
+//!   later lease of its partition;
+//! - a subscription's stored checkpoint never moves backwards;
+//! - every operation finishes within its bound (no hang).
+//!
+//! A failing schedule is shrunk ([`shrink`]: operations are removed while it still fails)
+//! and reported with its seed and its shortest history; [`run_cases`] re-runs a seed
+//! deterministically (the real ports' timing is the only noise).
+//!
+//! # Adding an operation or an invariant
+//! An operation is a variant of [`Op`], drawn in `generator.rs` (give it a weight), played
+//! in `runner.rs` (record what it observed in the [`History`], bounded by [`OP_BOUND`]),
+//! and, when it has its own effect on what consumers may see, accounted for in
+//! `checker.rs`. An invariant is a function of the [`History`] in `checker.rs` that
+//! returns a [`Violation`] naming what broke; [`check`] calls each. Every defect found
+//! becomes a regression seed in [`REGRESSION_SEEDS`], run on every port.
+
+mod checker;
+mod generator;
+mod history;
+mod runner;
+mod shrink;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use checker::{check, Violation};
+pub use generator::{Op, Schedule};
+pub use history::History;
+pub use runner::run;
+pub use shrink::shrink;
+
+use crate::context::PortFactory;
+
+/// The longest any one operation (or the final drain of one consumer) may take.
+pub const OP_BOUND: Duration = Duration::from_secs(30);
+
+/// Environment variable: schedules per port (default 8 in tests).
+pub const CASES_ENV: &str = "PHOTON_COMPOSITION_CASES";
+/// Environment variable: first seed (default 1); case `n` runs seed `first + n`.
+pub const SEED_ENV: &str = "PHOTON_COMPOSITION_SEED";
+
+/// Seeds of schedules that found defects, run first on every port.
+pub const REGRESSION_SEEDS: &[u64] = &[];
+
+/// What a run of several schedules did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Schedules run.
+    pub schedules: usize,
+    /// Operations played.
+    pub operations: usize,
+    /// Faults injected (restarts, aborted members, retention sweeps, reopened
+    /// subscriptions).
+    pub faults: usize,
+}
+
+/// Runs `seeds`, then [`CASES_ENV`] (default `random`) seeded schedules from [`SEED_ENV`],
+/// on the ports `factory` opens; on the first failure, shrinks the schedule and panics with the
+/// seed, the violation and the shrunk schedule.
+///
+/// # Panics
+/// When a schedule fails the model.
+pub async fn run_cases(factory: Arc<dyn PortFactory>, seeds: &[u64], random: usize) -> Summary {
+    let label = match factory.open().await {
+        Ok(port) => port.label(),
+        Err(err) => panic!("composition: cannot open the port: {err}"),
+    };
+    let cases = std::env::var(CASES_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(random);
+    let first: u64 = std::env::var(SEED_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let mut all: Vec<u64> = REGRESSION_SEEDS.to_vec();
+    all.extend_from_slice(seeds);
+    all.extend((0..cases as u64).map(|n| first + n));
+    let mut summary = Summary::default();
+    for seed in all {
+        let schedule = Schedule::generate(seed);
+        summary.schedules += 1;
+        summary.operations += schedule.ops.len();
+        summary.faults += schedule.faults();
+        let history = run(&factory, &schedule).await;
+        if let Err(violation) = check(&history) {
+            let shrunk = shrink(&factory, schedule.clone()).await;
+            panic!(
+                "{label}: composition schedule with seed {seed} fails: {violation}\n\
+                 shrunk to {} of {} operations: {:#?}\n\
+                 re-run with {SEED_ENV}={seed} {CASES_ENV}=1",
+                shrunk.ops.len(),
+                schedule.ops.len(),
+                shrunk
+            );
+        }
+    }
+    println!(
+        "{label}: {} schedules, {} operations, {} faults, no violation",
+        summary.schedules, summary.operations, summary.faults
+    );
+    summary
+}

@@ -1,0 +1,505 @@
+//! Playing a schedule on a port and recording what it observed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use photon_core::group::{join, GroupMembership, GroupOptions};
+use photon_core::{
+    BatchEvent, Event, FlushPolicy, GroupRequest, PhotonError, StartAt, StoragePort,
+    TransportCrypto,
+};
+use photon_runtime::{DurableSubscription, Photon};
+use serde_json::json;
+
+use super::generator::{Op, Schedule};
+use super::history::{Delivered, GroupDelivery, History};
+use super::OP_BOUND;
+use crate::context::{Context, PortFactory};
+
+/// How long a read waits for one more event before it counts the stream as caught up.
+const QUIET: Duration = Duration::from_millis(150);
+
+struct Member {
+    stream: GroupMembership,
+    run: usize,
+}
+
+/// The instance under test and its open consumers.
+struct World<'a> {
+    factory: &'a Arc<dyn PortFactory>,
+    schedule: &'a Schedule,
+    topic: String,
+    group: String,
+    subscription_prefix: String,
+    photon: Photon,
+    port: Arc<dyn StoragePort>,
+    subscriptions: BTreeMap<u8, (DurableSubscription, usize)>,
+    members: BTreeMap<u8, Member>,
+    joins: BTreeMap<u8, usize>,
+    history: History,
+}
+
+fn crypto(sealed: bool) -> TransportCrypto {
+    if sealed {
+        TransportCrypto::plaintext()
+            .with_key("composition", [7u8; 32])
+            .expect("a 32-byte key")
+    } else {
+        TransportCrypto::plaintext()
+    }
+}
+
+async fn instance(
+    factory: &Arc<dyn PortFactory>,
+    schedule: &Schedule,
+) -> Result<(Photon, Arc<dyn StoragePort>), PhotonError> {
+    let port = factory.open().await?;
+    let policy = if schedule.flush_each_ack {
+        FlushPolicy {
+            interval: Duration::from_millis(1),
+            max_pending: 1,
+        }
+    } else {
+        FlushPolicy::default()
+    };
+    let photon = Photon::builder()
+        .shared_storage_port(port.clone())
+        .transport_crypto(crypto(schedule.sealed))
+        .flush_policy(policy)
+        .build()?;
+    Ok((photon, port))
+}
+
+/// Plays `schedule` on ports opened by `factory`, then drains every consumer it used;
+/// returns what it observed. An operation that does not finish within [`OP_BOUND`] is
+/// recorded as a failure and ends the run.
+pub async fn run(factory: &Arc<dyn PortFactory>, schedule: &Schedule) -> History {
+    let context = Context::new(factory.clone());
+    let mut history = History {
+        seed: schedule.seed,
+        ..History::default()
+    };
+    let (photon, port) = match instance(factory, schedule).await {
+        Ok(opened) => opened,
+        Err(err) => {
+            history
+                .failures
+                .push(format!("cannot open the port: {err}"));
+            return history;
+        }
+    };
+    let mut world = World {
+        factory,
+        schedule,
+        topic: context.topic(&format!("composition{}", schedule.seed)),
+        group: context.subscription("group"),
+        subscription_prefix: context.subscription("durable"),
+        photon,
+        port,
+        subscriptions: BTreeMap::new(),
+        members: BTreeMap::new(),
+        joins: BTreeMap::new(),
+        history,
+    };
+    for (index, op) in schedule.ops.iter().enumerate() {
+        let played = tokio::time::timeout(OP_BOUND, world.play(index, op)).await;
+        if played.is_err() {
+            world.history.failures.push(format!(
+                "operation {index} ({op:?}) did not finish within {OP_BOUND:?}"
+            ));
+            return world.history;
+        }
+    }
+    if tokio::time::timeout(OP_BOUND * 2, world.drain())
+        .await
+        .is_err()
+    {
+        world.history.failures.push(format!(
+            "the final drain did not finish within {:?}",
+            OP_BOUND * 2
+        ));
+    }
+    world.close().await;
+    world.history
+}
+
+impl World<'_> {
+    fn fail(&mut self, what: String) {
+        self.history.failures.push(what);
+    }
+
+    fn trace(&mut self, index: usize, line: String) {
+        self.history.trace.push(format!("{index}: {line}"));
+    }
+
+    async fn play(&mut self, index: usize, op: &Op) {
+        match op {
+            Op::Publish { key } => {
+                let key = key.map(|k| format!("k{k}"));
+                match self
+                    .photon
+                    .publish(
+                        &self.topic,
+                        key.as_deref(),
+                        json!(null),
+                        json!({"op": index}),
+                    )
+                    .await
+                {
+                    Ok(appended) => {
+                        self.history.published.insert(appended.seq, key.clone());
+                        self.trace(index, format!("published {} {key:?}", appended.seq));
+                    }
+                    Err(err) => self.fail(format!("operation {index}: publish failed: {err}")),
+                }
+            }
+            Op::PublishBatch { keys } => {
+                let events: Vec<BatchEvent> = keys
+                    .iter()
+                    .map(|key| {
+                        let mut event = BatchEvent::new(json!({"op": index}));
+                        event.key = key.map(|k| format!("k{k}"));
+                        event
+                    })
+                    .collect();
+                match self.photon.publish_batch(&self.topic, events).await {
+                    Ok(appended) => {
+                        for (stored, key) in appended.iter().zip(keys) {
+                            self.history
+                                .published
+                                .insert(stored.seq, key.map(|k| format!("k{k}")));
+                        }
+                        self.trace(index, format!("published a batch of {}", appended.len()));
+                    }
+                    Err(err) => self.fail(format!("operation {index}: batch failed: {err}")),
+                }
+            }
+            Op::Read { sub, count, ack } => self.read(index, *sub, *count, *ack).await,
+            Op::Flush { sub } => self.flush(index, *sub).await,
+            Op::Drop { sub } => {
+                self.subscriptions.remove(sub);
+                self.trace(index, format!("dropped subscription {sub}"));
+            }
+            Op::Join { member } => self.join(index, *member),
+            Op::Take { member, count } => self.take(index, *member, *count).await,
+            Op::Leave { member } => {
+                if let Some(left) = self.members.remove(member) {
+                    left.stream.leave().await;
+                    self.trace(index, format!("member {member} left"));
+                }
+            }
+            Op::Abort { member } => {
+                self.members.remove(member);
+                self.trace(index, format!("member {member} aborted"));
+            }
+            Op::Truncate { keep } => self.truncate(index, *keep).await,
+            Op::Restart => self.restart(index).await,
+        }
+    }
+
+    fn subscription_name(&self, sub: u8) -> String {
+        format!("{}{sub}", self.subscription_prefix)
+    }
+
+    fn open_subscription(&mut self, sub: u8) {
+        if self.subscriptions.contains_key(&sub) {
+            return;
+        }
+        let log = self.history.durable.entry(sub).or_default();
+        log.runs.push(Vec::new());
+        let run = log.runs.len() - 1;
+        let subscription = self
+            .photon
+            .durable(&self.subscription_name(sub), &self.topic, None);
+        self.subscriptions.insert(sub, (subscription, run));
+    }
+
+    /// Takes up to `count` events of subscription `sub`, stopping once it is quiet.
+    async fn read(&mut self, index: usize, sub: u8, count: u8, ack: bool) {
+        self.open_subscription(sub);
+        let mut taken = 0;
+        while taken < count {
+            let Some((subscription, run)) = self.subscriptions.get_mut(&sub) else {
+                return;
+            };
+            let run = *run;
+            let item = match tokio::time::timeout(QUIET, subscription.next()).await {
+                Err(_) => break,
+                Ok(None) => {
+                    self.fail(format!("operation {index}: subscription {sub} ended"));
+                    return;
+                }
+                Ok(Some(item)) => item,
+            };
+            match item {
+                Ok(event) => {
+                    taken += 1;
+                    let acked = ack && self.acknowledge(index, sub, &event).await;
+                    let log = self.history.durable.entry(sub).or_default();
+                    log.runs[run].push(Delivered {
+                        seq: event.seq,
+                        key: event.topic_key.clone(),
+                        acked,
+                    });
+                }
+                Err(PhotonError::Gap { from, to, .. }) => {
+                    self.history
+                        .durable
+                        .entry(sub)
+                        .or_default()
+                        .gaps
+                        .push((from, to));
+                    self.trace(index, format!("subscription {sub}: gap {from}..{to}"));
+                }
+                Err(err) => {
+                    self.fail(format!(
+                        "operation {index}: subscription {sub} error: {err}"
+                    ));
+                    return;
+                }
+            }
+        }
+        self.trace(index, format!("subscription {sub} took {taken}"));
+    }
+
+    async fn acknowledge(&mut self, index: usize, sub: u8, event: &Event) -> bool {
+        let Some((subscription, _)) = self.subscriptions.get(&sub) else {
+            return false;
+        };
+        match subscription.ack(event).await {
+            Ok(()) => true,
+            Err(err) => {
+                self.fail(format!(
+                    "operation {index}: subscription {sub} refused the ack of {}: {err}",
+                    event.seq
+                ));
+                false
+            }
+        }
+    }
+
+    async fn flush(&mut self, index: usize, sub: u8) {
+        let Some((subscription, _)) = self.subscriptions.get(&sub) else {
+            return;
+        };
+        if let Err(err) = subscription.flush().await {
+            self.fail(format!("operation {index}: flush of {sub} failed: {err}"));
+            return;
+        }
+        let name = self.subscription_name(sub);
+        match self.photon.checkpoint(&name, &self.topic, None).await {
+            Ok(checkpoint) => {
+                self.history
+                    .durable
+                    .entry(sub)
+                    .or_default()
+                    .checkpoints
+                    .push(checkpoint);
+                self.trace(
+                    index,
+                    format!("subscription {sub} checkpoint {checkpoint:?}"),
+                );
+            }
+            Err(err) => self.fail(format!("operation {index}: checkpoint of {sub}: {err}")),
+        }
+    }
+
+    fn join(&mut self, index: usize, member: u8) {
+        if self.members.contains_key(&member) || !self.port.capabilities().consumer_groups {
+            return;
+        }
+        let Some(coordination) = self.port.group_coordination() else {
+            return;
+        };
+        let run = *self
+            .joins
+            .entry(member)
+            .and_modify(|run| *run += 1)
+            .or_insert(0);
+        let name = format!("member{member}");
+        let options = GroupOptions::new(&name)
+            .partitions(self.schedule.partitions)
+            .heartbeat(Duration::from_millis(100))
+            .lease(Duration::from_secs(2));
+        let request = GroupRequest {
+            group: self.group.clone(),
+            member: name,
+            topic: self.topic.clone(),
+            start: StartAt::Beginning,
+        };
+        let stream = join(self.port.clone(), coordination, request, options);
+        self.members.insert(member, Member { stream, run });
+        self.trace(index, format!("member {member} joined"));
+    }
+
+    /// Member `member` takes up to `count` events, acknowledging each.
+    async fn take(&mut self, index: usize, member: u8, count: u8) {
+        let mut taken = 0;
+        while taken < count {
+            let Some(joined) = self.members.get_mut(&member) else {
+                return;
+            };
+            let run = joined.run;
+            let item = match tokio::time::timeout(QUIET, joined.stream.next()).await {
+                Err(_) => break,
+                Ok(None) => {
+                    self.fail(format!("operation {index}: member {member}'s stream ended"));
+                    self.members.remove(&member);
+                    return;
+                }
+                Ok(Some(item)) => item,
+            };
+            match item {
+                Ok(delivery) => {
+                    taken += 1;
+                    let delivered_at = Instant::now();
+                    let Some(ownership) = delivery.ack.ownership() else {
+                        self.fail(format!(
+                            "operation {index}: a group delivery without a lease"
+                        ));
+                        return;
+                    };
+                    let acked_at = match delivery.ack.ack().await {
+                        Ok(()) => Some(Instant::now()),
+                        // The lease lapsed meanwhile: the next owner has the event.
+                        Err(PhotonError::Fenced { .. }) => None,
+                        Err(err) => {
+                            self.fail(format!("operation {index}: group ack failed: {err}"));
+                            None
+                        }
+                    };
+                    self.history.group.push(GroupDelivery {
+                        member,
+                        run,
+                        seq: delivery.record.seq,
+                        key: delivery.record.topic_key.clone(),
+                        lease: (ownership.partition, ownership.epoch),
+                        delivered_at,
+                        acked_at,
+                    });
+                }
+                Err(PhotonError::Gap { from, to, .. }) => {
+                    self.history.group_gaps.push((from, to));
+                }
+                Err(err) => {
+                    self.fail(format!("operation {index}: member {member} error: {err}"));
+                    return;
+                }
+            }
+        }
+        self.trace(index, format!("member {member} took {taken}"));
+    }
+
+    async fn truncate(&mut self, index: usize, keep: u8) {
+        if !self.port.capabilities().truncate {
+            return;
+        }
+        let Some(head) = self.history.published.keys().next_back().copied() else {
+            return;
+        };
+        let before = head - i64::from(keep);
+        if before <= self.history.truncated_before {
+            return;
+        }
+        match self.port.truncate_before(&self.topic, before).await {
+            Ok(removed) => {
+                self.history.truncated_before = before;
+                self.trace(
+                    index,
+                    format!("truncated before {before}: {removed} removed"),
+                );
+            }
+            Err(err) => self.fail(format!("operation {index}: truncate failed: {err}")),
+        }
+    }
+
+    async fn restart(&mut self, index: usize) {
+        self.subscriptions.clear();
+        self.members.clear();
+        if let Err(err) = self.photon.shutdown().await {
+            self.fail(format!("operation {index}: shutdown failed: {err}"));
+        }
+        match instance(self.factory, self.schedule).await {
+            Ok((photon, port)) => {
+                self.photon = photon;
+                self.port = port;
+                self.trace(index, "restarted".into());
+            }
+            Err(err) => self.fail(format!("operation {index}: reopening failed: {err}")),
+        }
+    }
+
+    /// Whether `seq` is accounted for by `delivered` or one of `gaps`.
+    fn covered(seq: i64, delivered: &std::collections::HashSet<i64>, gaps: &[(i64, i64)]) -> bool {
+        delivered.contains(&seq) || gaps.iter().any(|(from, to)| (*from..*to).contains(&seq))
+    }
+
+    /// Reads every subscription used and the group until each accounted for every stored
+    /// event (or went quiet for a while).
+    async fn drain(&mut self) {
+        let used: Vec<u8> = self.history.durable.keys().copied().collect();
+        for sub in used {
+            self.subscriptions.remove(&sub);
+            self.open_subscription(sub);
+            let deadline = Instant::now() + OP_BOUND;
+            loop {
+                let log = &self.history.durable[&sub];
+                let delivered: std::collections::HashSet<i64> =
+                    log.runs.iter().flatten().map(|d| d.seq).collect();
+                let missing = self
+                    .history
+                    .published
+                    .keys()
+                    .any(|seq| !Self::covered(*seq, &delivered, &log.gaps));
+                if !missing || Instant::now() > deadline {
+                    break;
+                }
+                // Each read waits up to `QUIET` for the next event: a slow port is waited
+                // for, bounded by the deadline.
+                self.read(usize::MAX, sub, 50, true).await;
+            }
+        }
+        if self.history.group.is_empty() && self.joins.is_empty() {
+            return;
+        }
+        // One member that stays until the group handed out everything not acknowledged.
+        for member in self.members.keys().copied().collect::<Vec<_>>() {
+            if let Some(left) = self.members.remove(&member) {
+                left.stream.leave().await;
+            }
+        }
+        self.join(usize::MAX, 0);
+        let deadline = Instant::now() + OP_BOUND;
+        loop {
+            let acked: std::collections::HashSet<i64> = self
+                .history
+                .group
+                .iter()
+                .filter(|d| d.acked_at.is_some())
+                .map(|d| d.seq)
+                .collect();
+            let missing = self.history.published.keys().any(|seq| {
+                *seq >= self.history.truncated_before
+                    && !Self::covered(*seq, &acked, &self.history.group_gaps)
+            });
+            if !missing || Instant::now() > deadline {
+                break;
+            }
+            self.take(usize::MAX, 0, 50).await;
+        }
+    }
+
+    async fn close(&mut self) {
+        self.subscriptions.clear();
+        for member in self.members.keys().copied().collect::<Vec<_>>() {
+            if let Some(left) = self.members.remove(&member) {
+                left.stream.leave().await;
+            }
+        }
+        if let Err(err) = self.photon.shutdown().await {
+            self.fail(format!("final shutdown failed: {err}"));
+        }
+    }
+}
