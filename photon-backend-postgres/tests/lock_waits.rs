@@ -136,13 +136,20 @@ async fn transactional_handler_publishing_both_ways_goes_idle_and_shuts_down() {
         )
         .start()
         .unwrap();
-    for n in 0..EVENTS {
-        let key = format!("k-{}", n % KEYS);
-        photon
-            .publish("orders", Some(&key), json!(null), json!({"n": n}))
-            .await
-            .unwrap();
-    }
+    let publishing = async {
+        for n in 0..EVENTS {
+            let key = format!("k-{}", n % KEYS);
+            photon
+                .publish("orders", Some(&key), json!(null), json!({"n": n}))
+                .await
+                .unwrap();
+        }
+    };
+    // Before the fix, the port's one writer hung here too, behind the checkpoint commit
+    // that waited for a handler's transaction.
+    timeout(IDLE_BOUND, publishing)
+        .await
+        .expect("the events are published");
 
     timeout(IDLE_BOUND, executor.wait_idle())
         .await
