@@ -10,8 +10,11 @@
 //! - Appends, truncations and tail reads of a topic go to its lane, in the order they were
 //!   sent; a tail read is answered after every write to its topic sent before it.
 //! - A caller's batch across several topics (all or nothing) runs on the lane of its first
-//!   topic in name order; the lanes of its other topics get a barrier, so that what is sent
-//!   to them after the batch waits for its answer.
+//!   topic in name order; the lanes of its other topics get a barrier: the batch runs once
+//!   each of them committed what was sent to it before the batch, and what is sent to them
+//!   after the batch waits for its answer. Messages are sent under one lock, so every lane
+//!   sees any two batches in the same order, and a lane only ever waits for messages sent
+//!   before the one it holds: barriers cannot wait for each other in a circle.
 //! - Checkpoint writes go to the checkpoint lane.
 //!
 //! Lanes are started on first use, on the runtime that opened the port; a lane idle for a
@@ -26,7 +29,7 @@ use deadpool_postgres::Pool;
 use photon_core::wake::CommitWakers;
 use photon_core::Result;
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::writer_gone;
 use crate::writer::{Command, Message, Writer};
@@ -90,16 +93,22 @@ impl Lanes {
         let (lane, others) = route(&command);
         let mut senders = lock(&self.senders);
         if !others.is_empty() {
-            let (release, barrier) = watch::channel(());
-            if let Command::AppendBatch { release: held, .. } = &mut command {
-                *held = Some(release);
-            }
+            let (release, released) = watch::channel(());
+            let mut ready = Vec::with_capacity(others.len());
             for topic in others {
-                self.deliver(
-                    &mut senders,
-                    LaneKey::Topic(topic),
-                    Message::After(barrier.clone()),
-                )?;
+                let (reached, waiting) = oneshot::channel();
+                ready.push(waiting);
+                let barrier = Barrier {
+                    reached,
+                    released: released.clone(),
+                };
+                self.deliver(&mut senders, LaneKey::Topic(topic), Message::After(barrier))?;
+            }
+            if let Command::AppendBatch { across, .. } = &mut command {
+                *across = Some(Across {
+                    ready,
+                    _release: release,
+                });
             }
         }
         self.deliver(&mut senders, lane, Message::Command(command))
@@ -143,6 +152,47 @@ impl Lanes {
             .run(),
         );
         sender
+    }
+}
+
+/// A batch across topics as one of its other topics' lanes holds it.
+#[derive(Debug)]
+pub(crate) struct Barrier {
+    /// Sent once the lane committed everything sent to it before the batch.
+    reached: oneshot::Sender<()>,
+    /// Changes (closes) when the batch was answered.
+    released: watch::Receiver<()>,
+}
+
+impl Barrier {
+    /// Says that this lane reached the batch, then waits until the batch was answered.
+    pub(crate) async fn pass(self) {
+        let Self {
+            reached,
+            mut released,
+        } = self;
+        // The batch's lane may be gone (its caller's batch failed before it ran).
+        let _ = reached.send(());
+        while released.changed().await.is_ok() {}
+    }
+}
+
+/// A batch across topics as the lane that runs it holds it.
+#[derive(Debug)]
+pub(crate) struct Across {
+    /// One per barrier: answered when that lane reached the batch.
+    ready: Vec<oneshot::Receiver<()>>,
+    /// Dropped with the command (answered or failed): releases the barriers.
+    _release: watch::Sender<()>,
+}
+
+impl Across {
+    /// Waits until every other lane of the batch committed what was sent before it (a
+    /// lane that is gone counts as there).
+    pub(crate) async fn ready(&mut self) {
+        for reached in self.ready.drain(..) {
+            let _ = reached.await;
+        }
     }
 }
 

@@ -38,7 +38,7 @@ impl PostgresStoragePort {
         self.send(Command::AppendBatch {
             rows,
             reply,
-            release: None,
+            across: None,
         })?;
         answer.await.map_err(|_| writer_gone())?
     }

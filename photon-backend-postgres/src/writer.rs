@@ -20,10 +20,11 @@
 //! otherwise is split into single commands so that one bad command fails alone.
 //!
 //! A lane meets a barrier ([`Message::After`]) where a caller's batch across several
-//! topics was queued on another topic's lane: it waits until that batch is answered, so
-//! that its later commands (a tail read, above all) are ordered after the batch. A lane
-//! idle for [`IDLE`] leaves the port's set of lanes and stops; the next command for it
-//! starts a new one.
+//! topics was queued on another topic's lane: once it committed what came before, it says
+//! so (the batch runs only when every lane of its topics did) and waits until the batch is
+//! answered, so that the batch is ordered with each of its topics' other writes (a tail
+//! read, above all) as if it ran on each lane. A lane idle for [`IDLE`] leaves the port's
+//! set of lanes and stops; the next command for it starts a new one.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
@@ -31,10 +32,10 @@ use std::time::Duration;
 
 use deadpool_postgres::{Pool, Transaction};
 use photon_core::{Appended, CheckpointKey, PhotonError, Result};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{shared_failure, BatchError};
-use crate::lanes::{lock, LaneKey, Senders};
+use crate::lanes::{lock, Across, Barrier, LaneKey, Senders};
 use crate::row::PendingRow;
 use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicRow};
 use crate::{checkpoint, publish, retention};
@@ -55,9 +56,9 @@ const IDLE: Duration = Duration::from_secs(60);
 pub(crate) enum Message {
     /// A write to run.
     Command(Command),
-    /// A barrier: run nothing more until the sender of this channel is dropped (the
-    /// batch across topics it stands for was answered on another lane).
-    After(watch::Receiver<()>),
+    /// A barrier where a batch across topics that runs on another lane stands in this
+    /// lane's order.
+    After(Barrier),
 }
 
 /// A write (or a read that must be ordered with writes) for the writer task.
@@ -72,9 +73,8 @@ pub(crate) enum Command {
     AppendBatch {
         rows: Vec<PendingRow>,
         reply: oneshot::Sender<Result<Vec<Appended>>>,
-        /// For a batch across topics: dropped with the command, which releases the
-        /// barriers queued on the lanes of its other topics.
-        release: Option<watch::Sender<()>>,
+        /// For a batch across topics: its barriers on the lanes of its other topics.
+        across: Option<Across>,
     },
     /// Raise or reset a checkpoint.
     Checkpoint {
@@ -103,6 +103,19 @@ impl Command {
             Self::AppendBatch { rows, .. } => rows.len().max(1),
             _ => 1,
         }
+    }
+
+    /// Whether this is a batch across topics, which ends the lane's batch it joins: the
+    /// lane waits for the batch's other lanes before running it, and those may wait for
+    /// an earlier batch across topics of this lane, which must have been answered.
+    fn is_across(&self) -> bool {
+        matches!(
+            self,
+            Self::AppendBatch {
+                across: Some(_),
+                ..
+            }
+        )
     }
 
     /// The checkpoint a checkpoint write is for.
@@ -138,8 +151,8 @@ pub(crate) struct Writer {
     pub(crate) key: LaneKey,
     /// The port's lanes, to leave when idle (weak: the port owns them).
     pub(crate) lanes: Weak<Senders>,
-    /// A barrier met while draining: waited for before the next batch.
-    pub(crate) held: Option<watch::Receiver<()>>,
+    /// A barrier met while draining: passed before the next batch.
+    pub(crate) held: Option<Barrier>,
 }
 
 impl Writer {
@@ -148,7 +161,7 @@ impl Writer {
         let mut last_batch = 1;
         loop {
             if let Some(barrier) = self.held.take() {
-                released(barrier).await;
+                barrier.pass().await;
             }
             let Some(first) = self.next().await else {
                 break;
@@ -163,6 +176,15 @@ impl Writer {
             // Checkpoint rows are locked in key order, the same in every process (a
             // stable sort: the writes of one key keep their order).
             batch.sort_by(|a, b| a.checkpoint().cmp(&b.checkpoint()));
+            for command in &mut batch {
+                if let Command::AppendBatch {
+                    across: Some(across),
+                    ..
+                } = command
+                {
+                    across.ready().await;
+                }
+            }
             self.execute(batch).await;
         }
         tracing::debug!(lane = ?self.key, "postgres writer lane stopped");
@@ -179,7 +201,7 @@ impl Writer {
             };
             match message {
                 Message::Command(command) => return Some(command),
-                Message::After(barrier) => released(barrier).await,
+                Message::After(barrier) => barrier.pass().await,
             }
         }
     }
@@ -202,9 +224,10 @@ impl Writer {
     }
 
     /// Adds whatever is waiting to `batch` while it holds fewer than `max_batch` events
-    /// (`events` counts them; a caller's batch is never split), up to a barrier.
+    /// (`events` counts them; a caller's batch is never split), up to a barrier or a batch
+    /// across topics.
     fn drain(&mut self, batch: &mut Vec<Command>, events: &mut usize) {
-        while *events < self.max_batch && self.held.is_none() {
+        while *events < self.max_batch && self.held.is_none() && !ends(batch) {
             match self.inbox.try_recv() {
                 Ok(Message::Command(command)) => {
                     *events += command.events();
@@ -224,7 +247,11 @@ impl Writer {
     async fn gather(&mut self, batch: &mut Vec<Command>, events: &mut usize, answered: usize) {
         let target = (batch.len() + answered).min(self.max_batch);
         let deadline = tokio::time::Instant::now() + GROUP_COMMIT_WAIT;
-        while batch.len() < target && *events < self.max_batch && self.held.is_none() {
+        while batch.len() < target
+            && *events < self.max_batch
+            && self.held.is_none()
+            && !ends(batch)
+        {
             match tokio::time::timeout_at(deadline, self.inbox.recv()).await {
                 Ok(Some(Message::Command(command))) => {
                     *events += command.events();
@@ -280,6 +307,11 @@ impl Writer {
             answer(command, outcome);
         }
     }
+}
+
+/// Whether `batch` must take no more commands (it ends with a batch across topics).
+fn ends(batch: &[Command]) -> bool {
+    batch.last().is_some_and(Command::is_across)
 }
 
 /// Runs a batch in one transaction; nothing of it is stored unless this returns `Ok`.
@@ -458,9 +490,4 @@ fn fail(command: Command, transient: bool, cause: &str) {
             let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
         }
     }
-}
-
-/// Waits until the batch a barrier stands for was answered (its sender dropped).
-async fn released(mut barrier: watch::Receiver<()>) {
-    while barrier.changed().await.is_ok() {}
 }

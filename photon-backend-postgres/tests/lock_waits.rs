@@ -332,3 +332,56 @@ async fn a_lock_held_past_lock_timeout_fails_with_a_retryable_error() {
         .unwrap();
     assert_eq!(appended.seq, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_across_topics_waits_for_the_earlier_writes_of_each_topic() {
+    let Some(factory) = PgFactory::new().await else {
+        return;
+    };
+    let name = "photon-lanes-across";
+    let port = factory
+        .builder()
+        .url(named(&factory.url, name))
+        .lock_timeout(Duration::from_secs(120))
+        .build()
+        .await
+        .unwrap();
+    let store = EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext());
+    let observer = common::admin(&factory.url).await.unwrap();
+    let mut caller = common::admin(&factory.url).await.unwrap();
+
+    // Topic `y`'s lane waits for the caller's transaction with a publish.
+    let tx = caller.transaction().await.unwrap();
+    let draft = store.draft("y", None, json!(null), json!("tx")).unwrap();
+    assert_eq!(publish_in_tx(&tx, &port, draft).await.unwrap().seq, 1);
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.publish("y", None, json!(null), json!("first")).await })
+    };
+    lock_wait_seen(&observer, name).await;
+
+    // A batch across `x` and `y`, sent (its first poll sends it) while that publish waits.
+    let drafts = vec![
+        store.draft("x", None, json!(null), json!("batch")).unwrap(),
+        store.draft("y", None, json!(null), json!("batch")).unwrap(),
+    ];
+    let mut batch = port.append_batch(drafts);
+    assert!(futures::poll!(&mut batch).is_pending());
+    tx.commit().await.unwrap();
+
+    // The batch ran after the publish sent to `y` before it, whatever the lock's order.
+    let first = timeout(BOUND, first).await.unwrap().unwrap().unwrap();
+    assert_eq!(first.seq, 2);
+    let batch = timeout(BOUND, batch)
+        .await
+        .expect("the batch is answered")
+        .unwrap();
+    let seqs: Vec<i64> = batch.iter().map(|appended| appended.seq).collect();
+    assert_eq!(seqs, [1, 3]);
+    // And `y`'s lane goes on after it.
+    let next = timeout(BOUND, store.publish("y", None, json!(null), json!("next")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.seq, 4);
+}
