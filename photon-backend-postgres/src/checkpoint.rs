@@ -1,8 +1,10 @@
 //! Checkpoints: one row per subscription, topic and key scope; raised, never lowered by a
 //! commit.
 //!
-//! Commits go through the writer task, so checkpoint writes are group-committed with
-//! appends; the upsert keeps `greatest(stored, new)` under the row's lock, so racing
+//! Commits go through the writer's checkpoint lane (see `lanes.rs`), so checkpoint writes
+//! are group-committed with each other, apart from appends: a commit waiting for a row
+//! lock (a transactional handler's transaction holds its checkpoint row) holds up no
+//! append. The upsert keeps `greatest(stored, new)` under the row's lock, so racing
 //! writers (also in several processes) can only raise the stored seq. Only an operator's
 //! reset replaces or deletes the row.
 

@@ -22,6 +22,12 @@ pub const PHOTON_POSTGRES_POOL_SIZE: &str = "PHOTON_POSTGRES_POOL_SIZE";
 pub const PHOTON_POSTGRES_SCHEMA: &str = "PHOTON_POSTGRES_SCHEMA";
 /// Longest wait for a new connection or a free pooled one, a duration. Default `10s`.
 pub const PHOTON_POSTGRES_CONNECT_TIMEOUT: &str = "PHOTON_POSTGRES_CONNECT_TIMEOUT";
+/// Longest wait of any statement of the port's sessions for a lock (PostgreSQL's
+/// `lock_timeout`), a duration. Default `5s`. A wait that outlasts it fails with a
+/// retryable error (`PhotonError::Unavailable`) instead of hanging: an append to a topic
+/// whose row an open transaction holds, a transactional handler whose checkpoint row
+/// another consumer's transaction holds.
+pub const PHOTON_POSTGRES_LOCK_TIMEOUT: &str = "PHOTON_POSTGRES_LOCK_TIMEOUT";
 /// Most writes (appends, checkpoints) committed in one transaction, a count. Default 4096.
 pub const PHOTON_POSTGRES_MAX_BATCH: &str = "PHOTON_POSTGRES_MAX_BATCH";
 /// Records read per replay page of a subscription, a count. Default 512.
@@ -65,6 +71,9 @@ pub struct PostgresConfig {
     /// Longest wait for a connection.
     #[serde(deserialize_with = "de::duration")]
     pub connect_timeout: Duration,
+    /// Longest lock wait of a statement (`lock_timeout` of every session).
+    #[serde(deserialize_with = "de::duration")]
+    pub lock_timeout: Duration,
     /// Most writes per transaction.
     pub max_batch: usize,
     /// Records per replay page.
@@ -98,6 +107,7 @@ impl Default for PostgresConfig {
             pool_size: 8,
             schema: "photon".to_owned(),
             connect_timeout: Duration::from_secs(10),
+            lock_timeout: Duration::from_secs(5),
             max_batch: 4096,
             page_size: 512,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
@@ -117,6 +127,7 @@ impl std::fmt::Debug for PostgresConfig {
             .field("pool_size", &self.pool_size)
             .field("schema", &self.schema)
             .field("connect_timeout", &self.connect_timeout)
+            .field("lock_timeout", &self.lock_timeout)
             .field("max_batch", &self.max_batch)
             .field("page_size", &self.page_size)
             .field("max_payload_bytes", &self.max_payload_bytes)
@@ -162,6 +173,7 @@ impl PostgresConfig {
 /// | [`pool_size`](Self::pool_size) | `PHOTON_POSTGRES_POOL_SIZE` | 8 |
 /// | [`schema`](Self::schema) | `PHOTON_POSTGRES_SCHEMA` | `photon` |
 /// | [`connect_timeout`](Self::connect_timeout) | `PHOTON_POSTGRES_CONNECT_TIMEOUT` | `10s` |
+/// | [`lock_timeout`](Self::lock_timeout) | `PHOTON_POSTGRES_LOCK_TIMEOUT` | `5s` |
 /// | [`max_batch`](Self::max_batch) | `PHOTON_POSTGRES_MAX_BATCH` | 4096 |
 /// | [`page_size`](Self::page_size) | `PHOTON_POSTGRES_PAGE_SIZE` | 512 |
 /// | [`max_payload_bytes`](Self::max_payload_bytes) | `PHOTON_POSTGRES_MAX_PAYLOAD_BYTES` | `1MiB` |
@@ -177,6 +189,7 @@ pub struct PostgresStoragePortBuilder {
     pub(crate) pool_size: Option<usize>,
     pub(crate) schema: Option<String>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) lock_timeout: Option<Duration>,
     pub(crate) max_batch: Option<usize>,
     pub(crate) page_size: Option<usize>,
     pub(crate) max_payload_bytes: Option<usize>,
@@ -242,6 +255,21 @@ impl PostgresStoragePortBuilder {
     /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Longest wait of any statement of the port's sessions for a lock (PostgreSQL's
+    /// `lock_timeout`, at most `i32::MAX` milliseconds). A wait that outlasts it fails
+    /// with a retryable [`photon_core::PhotonError::Unavailable`] naming the cause, instead
+    /// of hanging; the port's writer does not retry it by itself.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let builder = photon_backend_postgres::PostgresStoragePort::builder()
+    ///     .lock_timeout(Duration::from_secs(2));
+    /// ```
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = Some(timeout);
         self
     }
 

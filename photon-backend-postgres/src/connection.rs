@@ -1,6 +1,7 @@
 //! Connections: the pool (appends, reads, groups) and single connections (the live tail's
 //! listener, the schema's creation). Every connection's `search_path` is the configured
-//! schema, so that queries name tables unqualified.
+//! schema, so that queries name tables unqualified, and its `lock_timeout` the configured
+//! one.
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use photon_core::{PhotonError, Result};
@@ -25,9 +26,12 @@ pub(crate) fn pg_config(config: &PostgresConfig) -> Result<tokio_postgres::Confi
     // whole events table while the table was young and unanalyzed, and kept it, so each
     // append batch grew slower with the table (9,000 /s falling to 1,800 /s in 40,000
     // events); planning for the actual values keeps the index lookups.
+    // A lock wait longer than `lock_timeout` fails (retryable) instead of hanging: the
+    // writer's lanes, transactional handlers and every other session of the port.
     pg.options(format!(
-        "-c search_path={} -c plan_cache_mode=force_custom_plan",
-        config.schema
+        "-c search_path={} -c plan_cache_mode=force_custom_plan -c lock_timeout={}",
+        config.schema,
+        config.lock_timeout.as_millis().max(1)
     ));
     pg.connect_timeout(config.connect_timeout);
     if pg.get_application_name().is_none() {

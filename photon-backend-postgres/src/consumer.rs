@@ -6,11 +6,12 @@
 //! commits through the listener's `NOTIFY` (see `listen.rs`); without either it reads
 //! again every `recheck_interval`.
 //!
-//! `StartAt::Tail` starts after the topic's last seq as this port's writer task sees it
-//! when it handles the request, in order with this port's appends: an append of this port
-//! that returned before `subscribe` is not delivered, one made after it is. Appends of
-//! other processes are ordered with the subscription by that moment, which is at most the
-//! writer's queue delay after `subscribe` and before the stream's first item.
+//! `StartAt::Tail` starts after the topic's last seq as the topic's writer task (see
+//! `lanes.rs`) sees it when it handles the request, in order with this port's appends to
+//! the topic (a batch across topics included): an append of this port that returned
+//! before `subscribe` is not delivered, one made after it is. Appends of other processes
+//! are ordered with the subscription by that moment, which is at most the writer's queue
+//! delay after `subscribe` and before the stream's first item.
 //!
 //! A cursor whose next seq was deleted (retention, `truncate_before`) yields one
 //! [`photon_core::PhotonError::Gap`] naming the deleted range, then continues at the first

@@ -9,8 +9,8 @@ use photon_core::{PhotonError, Result};
 
 use crate::config::{
     PostgresConfig, PostgresStoragePortBuilder, PHOTON_POSTGRES_CONNECT_TIMEOUT,
-    PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES, PHOTON_POSTGRES_PAGE_SIZE,
-    PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
+    PHOTON_POSTGRES_LOCK_TIMEOUT, PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES,
+    PHOTON_POSTGRES_PAGE_SIZE, PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
     PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
     PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
     PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
@@ -73,6 +73,11 @@ impl PostgresStoragePortBuilder {
                 self.connect_timeout,
                 PHOTON_POSTGRES_CONNECT_TIMEOUT,
                 defaults.connect_timeout,
+            )?,
+            lock_timeout: duration(
+                self.lock_timeout,
+                PHOTON_POSTGRES_LOCK_TIMEOUT,
+                defaults.lock_timeout,
             )?,
             max_batch: count(
                 self.max_batch,
@@ -139,22 +144,33 @@ pub(crate) fn validate(config: &PostgresConfig) -> Result<()> {
     }
     let durations = [
         ("connect_timeout", Some(config.connect_timeout)),
+        ("lock_timeout", Some(config.lock_timeout)),
         ("recheck_interval", Some(config.recheck_interval)),
         ("retention_interval", Some(config.retention_interval)),
         ("retention_max_age", config.retention_max_age),
     ];
-    match durations
+    if let Some((field, _)) = durations
         .iter()
         .find(|(_, value)| value.is_some_and(|d| d.is_zero()))
     {
-        Some((field, _)) => Err(PhotonError::config(
+        return Err(PhotonError::config(
             *field,
             "0",
             "a duration greater than zero",
-        )),
-        None => Ok(()),
+        ));
     }
+    if config.lock_timeout > MAX_LOCK_TIMEOUT {
+        return Err(PhotonError::config(
+            "lock_timeout",
+            format!("{:?}", config.lock_timeout),
+            format!("a duration of at most {}ms", MAX_LOCK_TIMEOUT.as_millis()),
+        ));
+    }
+    Ok(())
 }
+
+/// PostgreSQL's largest `lock_timeout` (an `int` of milliseconds).
+const MAX_LOCK_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// Refuses a connection string PostgreSQL cannot read; the refused value is shown
 /// without its password.
@@ -240,6 +256,7 @@ mod tests {
         assert_eq!(config.pool_size, 8);
         assert_eq!(config.schema, "photon");
         assert_eq!(config.connect_timeout, Duration::from_secs(10));
+        assert_eq!(config.lock_timeout, Duration::from_secs(5));
         assert_eq!(config.max_batch, 4096);
         assert_eq!(config.page_size, 512);
         assert_eq!(config.recheck_interval, Duration::from_secs(5));
@@ -256,6 +273,7 @@ mod tests {
                 (PHOTON_POSTGRES_POOL_SIZE, "3"),
                 (PHOTON_POSTGRES_SCHEMA, "orders_2"),
                 (PHOTON_POSTGRES_CONNECT_TIMEOUT, "2s"),
+                (PHOTON_POSTGRES_LOCK_TIMEOUT, "750ms"),
                 (PHOTON_POSTGRES_MAX_BATCH, "64"),
                 (PHOTON_POSTGRES_PAGE_SIZE, "128"),
                 (PHOTON_POSTGRES_MAX_PAYLOAD_BYTES, "4MiB"),
@@ -271,6 +289,7 @@ mod tests {
         assert_eq!(config.pool_size, 3);
         assert_eq!(config.schema, "orders_2");
         assert_eq!(config.connect_timeout, Duration::from_secs(2));
+        assert_eq!(config.lock_timeout, Duration::from_millis(750));
         assert_eq!(config.max_batch, 64);
         assert_eq!(config.page_size, 128);
         assert_eq!(config.max_payload_bytes, 4 << 20);
@@ -327,6 +346,21 @@ mod tests {
         assert_eq!(
             refused(new().page_size(0), &[]),
             "invalid configuration page_size=\"0\": expected an integer of at least 1"
+        );
+        let lock = refused(new(), &[(PHOTON_POSTGRES_LOCK_TIMEOUT, "soon")]);
+        assert!(
+            lock.starts_with(
+                "invalid configuration PHOTON_POSTGRES_LOCK_TIMEOUT=\"soon\": expected"
+            ),
+            "{lock}"
+        );
+        assert_eq!(
+            refused(new(), &[(PHOTON_POSTGRES_LOCK_TIMEOUT, "0s")]),
+            "invalid configuration lock_timeout=\"0\": expected a duration greater than zero"
+        );
+        assert_eq!(
+            refused(new().lock_timeout(Duration::from_secs(30 * 86_400)), &[]),
+            "invalid configuration lock_timeout=\"2592000s\": expected a duration of at most 2147483647ms"
         );
         assert_eq!(
             refused(new(), &[(PHOTON_POSTGRES_RECHECK_INTERVAL, "0")]),

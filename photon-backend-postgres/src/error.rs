@@ -1,5 +1,6 @@
 //! PostgreSQL errors as Photon errors: a lost connection, a server shutting down, a full
-//! server, a deadlock or a serialization failure are retryable; the rest is not.
+//! server, a deadlock, a serialization failure or a lock wait that outlasted the session's
+//! `lock_timeout` are retryable; the rest is not.
 
 use photon_core::PhotonError;
 use tokio_postgres::error::SqlState;
@@ -20,6 +21,7 @@ pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
                 || [
                     SqlState::T_R_DEADLOCK_DETECTED,
                     SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::LOCK_NOT_AVAILABLE,
                     SqlState::ADMIN_SHUTDOWN,
                     SqlState::CRASH_SHUTDOWN,
                     SqlState::CANNOT_CONNECT_NOW,
@@ -41,11 +43,24 @@ pub(crate) fn pg_error(what: &str, error: tokio_postgres::Error) -> PhotonError 
     }
 }
 
+/// Whether the statement was cancelled because it waited for a lock longer than the
+/// session's `lock_timeout`.
+pub(crate) fn is_lock_timeout(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
+}
+
 /// The error with its cause (the server's message, or why the connection failed), which
 /// the driver's `Display` leaves out.
 pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
-        return format!("{error}: {} ({})", db.message(), db.code().code());
+        let text = format!("{error}: {} ({})", db.message(), db.code().code());
+        if is_lock_timeout(error) {
+            return format!(
+                "{text}: another transaction held a lock it needed longer than the port's \
+                 lock_timeout (PHOTON_POSTGRES_LOCK_TIMEOUT)"
+            );
+        }
+        return text;
     }
     let mut text = error.to_string();
     let mut cause = std::error::Error::source(error);
@@ -107,6 +122,16 @@ impl BatchError {
         match self {
             Self::Pool(_) | Self::Raced => true,
             Self::Db(error) => is_transient(error),
+        }
+    }
+
+    /// Whether the writer should run the batch again itself: transient, but not a lock
+    /// timeout, whose callers get the retryable error at once rather than the same wait
+    /// again.
+    pub(crate) fn retry_here(&self) -> bool {
+        match self {
+            Self::Db(error) if is_lock_timeout(error) => false,
+            other => other.is_transient(),
         }
     }
 }

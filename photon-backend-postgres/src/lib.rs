@@ -16,11 +16,18 @@
 //! # Ok(()) }
 //! ```
 //!
-//! - **Writes**: a writer task per port group-commits whatever appends and checkpoint
-//!   commits are waiting (up to `max_batch`) in one transaction; each `append` returns
-//!   after its commit. Seq is per topic, starting at 1, without gaps, assigned under the
-//!   topic row's lock, so processes appending to one topic take turns. An event id already
-//!   stored is not stored again.
+//! - **Writes**: a writer task per topic group-commits whatever appends to it are waiting
+//!   (up to `max_batch`) in one transaction, and one more task the checkpoint commits;
+//!   each `append` returns after its commit. Seq is per topic, starting at 1, without
+//!   gaps, assigned under the topic row's lock, so processes appending to one topic take
+//!   turns. An open transaction holding a topic's row (after [`publish_in_tx`]) holds up
+//!   the appends to that topic only. An event id already stored is not stored again.
+//! - **Lock waits** are bounded: every session of the port runs with `lock_timeout`
+//!   (default 5 s, [`PostgresStoragePortBuilder::lock_timeout`]); an operation that waits
+//!   longer for a lock another transaction holds fails with a retryable
+//!   [`PhotonError::Unavailable`](photon_core::PhotonError::Unavailable) naming the cause,
+//!   instead of hanging. No transaction of the port locks a topic row before a checkpoint
+//!   row: transactional handlers lock the checkpoint first, the writer never both.
 //! - **Reads**: on pooled connections; replay streams in pages of `page_size` records.
 //! - **Live tail**: every append transaction sends `NOTIFY` with its topics, delivered on
 //!   commit; each port listens on a connection of its own and wakes its subscribers, in
@@ -41,10 +48,15 @@
 //! - **Schema**: created on open when missing (`CREATE ... IF NOT EXISTS`, serialized
 //!   between processes by an advisory lock).
 //! - **Transactions**: a transactional handler writes through the port's transaction and
-//!   the subscription's checkpoint advance commits in that same transaction, so its
-//!   effects in this database are applied exactly once; the outbox, `publish_in_tx`,
-//!   appends inside the caller's own transaction, visible (and notified) exactly when the
-//!   caller commits. Anything a handler does outside the database stays at-least-once.
+//!   the subscription's checkpoint advance commits in that same transaction (the only
+//!   writer of that checkpoint), so its effects in this database are applied exactly
+//!   once; the outbox, `publish_in_tx`, appends inside the caller's own transaction,
+//!   visible (and notified) exactly when the caller commits. Anything a handler does
+//!   outside the database stays at-least-once. A handler may publish through its
+//!   transaction ([`PostgresTransaction::publish`]: exactly once with the checkpoint, gone
+//!   with a rollback) or with `Photon::publish` (an independent append, committed when it
+//!   returns, which survives a rollback of the handler: at-least-once); see
+//!   [`PostgresTransaction`].
 //!
 //! Configuration: [`PostgresStoragePortBuilder`] (its docs list every setting, variable
 //! and default), falling back to the `PHOTON_POSTGRES_*` variables in Photon's one
@@ -60,6 +72,7 @@ mod env;
 mod error;
 mod gap;
 mod group;
+mod lanes;
 mod listen;
 mod page;
 mod port;
@@ -74,8 +87,8 @@ mod writer;
 
 pub use config::{
     PostgresConfig, PostgresStoragePortBuilder, PHOTON_POSTGRES_CONNECT_TIMEOUT,
-    PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES, PHOTON_POSTGRES_PAGE_SIZE,
-    PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
+    PHOTON_POSTGRES_LOCK_TIMEOUT, PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES,
+    PHOTON_POSTGRES_PAGE_SIZE, PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
     PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
     PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
     PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,

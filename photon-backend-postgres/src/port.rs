@@ -9,23 +9,30 @@ use photon_core::{
     Appended, CheckpointKey, DeliveryStream, GroupRequest, Record, RecordDraft, RecordStream,
     Result, StorageCapabilities, StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::checkpoint::Write;
 use crate::config::{PostgresConfig, PostgresStoragePortBuilder};
-use crate::error::{pool_error, writer_gone, LABEL};
+use crate::error::{pool_error, LABEL};
 use crate::group::PostgresCoordination;
-use crate::writer::{Command, Writer};
+use crate::lanes::Lanes;
+use crate::writer::Command;
 use crate::{connection, listen, retention, schema};
 use photon_core::wake::CommitWakers;
 
 /// Durable storage in one PostgreSQL schema, shareable by any number of processes.
 ///
-/// - One writer task per port group-commits concurrent appends and checkpoint commits
-///   into one transaction; `append` returns after that commit. With PostgreSQL's default
-///   `synchronous_commit = on`, the commit is flushed to the server's WAL on disk first.
+/// - One writer task per topic group-commits that topic's concurrent appends into one
+///   transaction, and one more the checkpoint commits; `append` returns after that commit.
+///   With PostgreSQL's default `synchronous_commit = on`, the commit is flushed to the
+///   server's WAL on disk first.
 /// - Seq is per topic, starting at 1, without gaps, assigned under the topic row's lock in
-///   the appending transaction, so processes appending to one topic take turns.
+///   the appending transaction, so processes appending to one topic take turns. An append
+///   waiting for that lock (held by a caller's open transaction that published to the
+///   topic) holds up only the appends to the same topic.
+/// - Every session of the port has `lock_timeout` set (5 s by default): a lock wait that
+///   outlasts it fails with a retryable [`photon_core::PhotonError::Unavailable`] instead
+///   of hanging.
 /// - An event id already stored is not stored again (a retried append returns the stored
 ///   seq).
 /// - Live subscribers are woken by `LISTEN`/`NOTIFY` on commit, from any process; replay
@@ -33,7 +40,7 @@ use photon_core::wake::CommitWakers;
 /// - Consumer groups span every process using the schema; leases expire on the database
 ///   server's clock.
 ///
-/// Clones share the same writer, pool and listener. The background tasks stop once the
+/// Clones share the same writer tasks, pool and listener. The background tasks stop once the
 /// last clone is dropped (the writer after committing what it holds); streams made from
 /// the port keep reading through the pool.
 #[derive(Clone)]
@@ -44,7 +51,7 @@ pub struct PostgresStoragePort {
 pub(crate) struct Inner {
     config: PostgresConfig,
     pool: Pool,
-    commands: mpsc::UnboundedSender<Command>,
+    lanes: Lanes,
     heads: Arc<CommitWakers>,
     coordination: Arc<PostgresCoordination>,
     /// Dropped with the last clone: stops the listener and the retention task.
@@ -91,8 +98,8 @@ impl PostgresStoragePort {
     }
 
     /// Opens a port with a resolved (or deserialized) configuration: connects, creates the
-    /// schema and tables when missing, starts listening and starts the writer task (on the
-    /// calling tokio runtime).
+    /// schema and tables when missing and starts listening; writer tasks start on the
+    /// calling tokio runtime as writes come.
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a value that cannot work (see
@@ -113,16 +120,11 @@ impl PostgresStoragePort {
         let heads = Arc::new(CommitWakers::default());
         let (stop, stopped) = watch::channel(());
         listen::start(config.clone(), Arc::clone(&heads), stopped.clone()).await?;
-        let (commands, inbox) = mpsc::unbounded_channel();
-        tokio::spawn(
-            Writer {
-                pool: pool.clone(),
-                heads: Arc::clone(&heads),
-                inbox,
-                max_batch: config.max_batch,
-                channel: listen::channel(&config.schema),
-            }
-            .run(),
+        let lanes = Lanes::new(
+            pool.clone(),
+            Arc::clone(&heads),
+            config.max_batch,
+            listen::channel(&config.schema),
         );
         if config.has_retention() {
             tokio::spawn(retention::sweep_every(
@@ -136,7 +138,7 @@ impl PostgresStoragePort {
                 coordination: Arc::new(PostgresCoordination::new(pool.clone())),
                 config,
                 pool,
-                commands,
+                lanes,
                 heads,
                 _stop: stop,
             }),
@@ -171,9 +173,9 @@ impl PostgresStoragePort {
         &self.inner.pool
     }
 
-    /// Hands a command to the writer task.
+    /// Hands a command to the writer task of its lane.
     pub(crate) fn send(&self, command: Command) -> Result<()> {
-        self.inner.commands.send(command).map_err(|_| writer_gone())
+        self.inner.lanes.send(command)
     }
 }
 

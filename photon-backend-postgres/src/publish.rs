@@ -1,5 +1,5 @@
-//! Appends: the draft is encoded on the caller's task, inserted by the writer task in a
-//! group-committed transaction, and acknowledged after the commit.
+//! Appends: the draft is encoded on the caller's task, inserted by its topic's writer task
+//! (see `lanes.rs`) in a group-committed transaction, and acknowledged after the commit.
 //!
 //! An event id already stored is not stored again: the stored event's seq is returned and
 //! no seq is used, so a retried append is idempotent and seqs have no gaps.
@@ -35,7 +35,11 @@ impl PostgresStoragePort {
             .map(|draft| PendingRow::encode(draft, crate::error::LABEL))
             .collect::<Result<Vec<_>>>()?;
         let (reply, answer) = oneshot::channel();
-        self.send(Command::AppendBatch { rows, reply })?;
+        self.send(Command::AppendBatch {
+            rows,
+            reply,
+            across: None,
+        })?;
         answer.await.map_err(|_| writer_gone())?
     }
 }

@@ -11,8 +11,17 @@
 //!
 //! A transactional handler's transaction first locks the subscription's checkpoint row
 //! (creating it when missing, which a rollback undoes): a second consumer of the same
-//! subscription waits for the first one's transaction, then finds the event covered and
-//! skips it.
+//! subscription waits for the first one's transaction (up to the port's `lock_timeout`,
+//! then its attempt fails with a retryable error and is retried), then finds the event
+//! covered and skips it. The row is written by these transactions only: the executor's
+//! ordinary checkpoint commits skip transactional subscriptions.
+//!
+//! Lock order: a handler's transaction (and a dead letter's) locks the checkpoint row
+//! first, then the rows of the topics it publishes to; the port's writer never holds a
+//! checkpoint row and a topic row in one transaction (see `lanes.rs`). So the handler's
+//! transaction never waits for its own process, except where the handler makes it: a
+//! `Photon::publish` to a topic the transaction already published to waits for that
+//! transaction's own lock, and fails after `lock_timeout`.
 
 use std::collections::BTreeSet;
 use std::ops::Deref;
@@ -37,8 +46,18 @@ use crate::row::PendingRow;
 /// handlers.
 ///
 /// It dereferences to [`tokio_postgres::Transaction`]: write your own tables through it.
-/// Events published with [`PostgresTransaction::publish`] become visible exactly when it
-/// commits (with the checkpoint advance), and not at all when it rolls back.
+///
+/// A handler may publish two ways:
+/// - [`PostgresTransaction::publish`]: the event becomes visible exactly when the
+///   transaction commits, with the checkpoint advance, and not at all when it rolls back
+///   (a handler error or panic, a failed commit, a crash): exactly once per handled event.
+///   The topic's row stays locked until then, so every other append to that topic waits.
+/// - `Photon::publish` (or the port's `append`): an independent append, committed by the
+///   port's writer before it returns and kept when the handler's transaction then rolls
+///   back, so an event handled again publishes again (at-least-once). It does not wait for
+///   the handler's transaction, unless the transaction already published to the same
+///   topic: then it waits for that lock until `lock_timeout` and fails. Publish to one
+///   topic one way only.
 pub struct PostgresTransaction<'c> {
     transaction: deadpool_postgres::Transaction<'c>,
     port: PostgresStoragePort,
@@ -100,10 +119,15 @@ impl PostgresTransaction<'_> {
 /// end in a deadlock error (retryable: run the transaction again). An event id already
 /// stored is not stored again: its stored seq is returned.
 ///
+/// While the transaction is open, appends to other topics (of this port's writer) go on;
+/// those to this topic wait, up to the `lock_timeout` of their session.
+///
 /// # Errors
 /// [`PhotonError::InvalidInput`] for a timestamp the port cannot store;
-/// [`PhotonError::Unavailable`] when the connection failed or the transaction hit a
-/// deadlock; [`PhotonError::Storage`] when the server refuses the insert (after which the
+/// [`PhotonError::Unavailable`] when the connection failed, the transaction hit a
+/// deadlock, or the wait for the topic's row outlasted the session's `lock_timeout` (the
+/// port's own sessions: the configured one; a connection of the caller's: its own
+/// setting); [`PhotonError::Storage`] when the server refuses the insert (after which the
 /// caller's transaction is aborted, as after any failed statement).
 pub async fn publish_in_tx(
     transaction: &tokio_postgres::Transaction<'_>,

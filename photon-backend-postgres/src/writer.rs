@@ -1,20 +1,33 @@
-//! The writer task: group-commits the port's writes.
+//! A writer task: group-commits the writes of one lane of the port (see `lanes.rs`): one
+//! topic's appends, truncations and tail reads, or the checkpoint writes.
 //!
 //! It takes the first waiting command, drains whatever else is waiting (up to
 //! `max_batch` events; a caller's batch counts its events and is never split, so one
-//! larger than `max_batch` is a transaction of its own), and, when the previous batch had several callers, waits up to 500 µs for
-//! them to send again; it runs the batch in one transaction in arrival order, and answers
-//! each caller only after the commit; commands arriving during a commit join the next
-//! batch.
+//! larger than `max_batch` is a transaction of its own), and, when the previous batch had
+//! several callers, waits up to 500 µs for them to send again; it runs the batch in one
+//! transaction in arrival order, and answers each caller only after the commit; commands
+//! arriving during a commit join the next batch.
 //! The transaction locks the rows of the topics it appends to (in name order), assigns
 //! seqs from them, stores the new last seqs and sends one `NOTIFY` per topic, which
-//! PostgreSQL delivers on commit. A batch that fails for a transient reason (a deadlock
-//! with another process, a lost connection, an event id stored meanwhile by another
-//! process) is run again, a few times; one that fails otherwise is split into single
-//! commands so that one bad command fails alone.
+//! PostgreSQL delivers on commit. The checkpoint lane's transactions lock checkpoint rows
+//! only (in key order), and topic lanes never lock a checkpoint row: no writer transaction
+//! holds both kinds of lock.
+//!
+//! A batch that fails for a transient reason (a deadlock with another process, a lost
+//! connection, an event id stored meanwhile by another process) is run again, a few
+//! times; one that outlasted the session's `lock_timeout` is not (its callers get the
+//! retryable error at once, instead of waiting for the same lock again); one that fails
+//! otherwise is split into single commands so that one bad command fails alone.
+//!
+//! A lane meets a barrier ([`Message::After`]) where a caller's batch across several
+//! topics was queued on another topic's lane: once it committed what came before, it says
+//! so (the batch runs only when every lane of its topics did) and waits until the batch is
+//! answered, so that the batch is ordered with each of its topics' other writes (a tail
+//! read, above all) as if it ran on each lane. A lane idle for [`IDLE`] leaves the port's
+//! set of lanes and stops; the next command for it starts a new one.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::{Pool, Transaction};
@@ -22,6 +35,7 @@ use photon_core::{Appended, CheckpointKey, PhotonError, Result};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{shared_failure, BatchError};
+use crate::lanes::{lock, Across, Barrier, LaneKey, Senders};
 use crate::row::PendingRow;
 use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicRow};
 use crate::{checkpoint, publish, retention};
@@ -34,6 +48,18 @@ const FIRST_PAUSE: Duration = Duration::from_millis(20);
 /// Longest wait for the callers of the previous commit to send again (see
 /// [`Writer::gather`]): small beside a commit, which waits for the server's WAL flush.
 const GROUP_COMMIT_WAIT: Duration = Duration::from_micros(500);
+/// How long a lane waits for a command before it stops.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// What a lane's queue holds.
+#[derive(Debug)]
+pub(crate) enum Message {
+    /// A write to run.
+    Command(Command),
+    /// A barrier where a batch across topics that runs on another lane stands in this
+    /// lane's order.
+    After(Barrier),
+}
 
 /// A write (or a read that must be ordered with writes) for the writer task.
 #[derive(Debug)]
@@ -47,6 +73,8 @@ pub(crate) enum Command {
     AppendBatch {
         rows: Vec<PendingRow>,
         reply: oneshot::Sender<Result<Vec<Appended>>>,
+        /// For a batch across topics: its barriers on the lanes of its other topics.
+        across: Option<Across>,
     },
     /// Raise or reset a checkpoint.
     Checkpoint {
@@ -76,6 +104,27 @@ impl Command {
             _ => 1,
         }
     }
+
+    /// Whether this is a batch across topics, which ends the lane's batch it joins: the
+    /// lane waits for the batch's other lanes before running it, and those may wait for
+    /// an earlier batch across topics of this lane, which must have been answered.
+    fn is_across(&self) -> bool {
+        matches!(
+            self,
+            Self::AppendBatch {
+                across: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// The checkpoint a checkpoint write is for.
+    fn checkpoint(&self) -> Option<&CheckpointKey> {
+        match self {
+            Self::Checkpoint { key, .. } => Some(key),
+            _ => None,
+        }
+    }
 }
 
 /// What one command produced in a committed transaction.
@@ -90,41 +139,101 @@ enum Outcome {
 /// Outcomes in command order, and the topics appended to.
 type Applied = (Vec<Outcome>, Vec<String>);
 
+/// The writer task of one lane.
 pub(crate) struct Writer {
     pub(crate) pool: Pool,
     pub(crate) heads: Arc<CommitWakers>,
-    pub(crate) inbox: mpsc::UnboundedReceiver<Command>,
+    pub(crate) inbox: mpsc::UnboundedReceiver<Message>,
     pub(crate) max_batch: usize,
     /// The `NOTIFY` channel of the schema.
     pub(crate) channel: String,
+    /// Which lane this is.
+    pub(crate) key: LaneKey,
+    /// The port's lanes, to leave when idle (weak: the port owns them).
+    pub(crate) lanes: Weak<Senders>,
+    /// A barrier met while draining: passed before the next batch.
+    pub(crate) held: Option<Barrier>,
 }
 
 impl Writer {
-    /// Runs until every sender is dropped.
+    /// Runs until every sender is dropped, or until the lane was idle for [`IDLE`].
     pub(crate) async fn run(mut self) {
         let mut last_batch = 1;
-        while let Some(first) = self.inbox.recv().await {
+        loop {
+            if let Some(barrier) = self.held.take() {
+                barrier.pass().await;
+            }
+            let Some(first) = self.next().await else {
+                break;
+            };
             let mut events = first.events();
             let mut batch = vec![first];
             self.drain(&mut batch, &mut events);
-            if last_batch > 1 {
+            if last_batch > 1 && self.held.is_none() {
                 self.gather(&mut batch, &mut events, last_batch).await;
             }
             last_batch = batch.len();
+            // Checkpoint rows are locked in key order, the same in every process (a
+            // stable sort: the writes of one key keep their order).
+            batch.sort_by(|a, b| a.checkpoint().cmp(&b.checkpoint()));
+            for command in &mut batch {
+                if let Command::AppendBatch {
+                    across: Some(across),
+                    ..
+                } = command
+                {
+                    across.ready().await;
+                }
+            }
             self.execute(batch).await;
         }
-        tracing::debug!("postgres writer stopped");
+        tracing::debug!(lane = ?self.key, "postgres writer lane stopped");
+    }
+
+    /// The next command, past any barrier; `None` when the port is gone or the lane was
+    /// idle long enough to stop.
+    async fn next(&mut self) -> Option<Command> {
+        loop {
+            let message = match tokio::time::timeout(IDLE, self.inbox.recv()).await {
+                Ok(Some(message)) => message,
+                Ok(None) => return None,
+                Err(_) => self.retire()?,
+            };
+            match message {
+                Message::Command(command) => return Some(command),
+                Message::After(barrier) => barrier.pass().await,
+            }
+        }
+    }
+
+    /// Leaves the port's lanes unless a message arrived meanwhile (which it returns).
+    /// Senders send under the lanes' lock, so none can slip in between the check and
+    /// the removal.
+    fn retire(&mut self) -> Option<Message> {
+        let lanes = self.lanes.upgrade();
+        let mut senders = lanes.as_deref().map(lock);
+        match self.inbox.try_recv() {
+            Ok(message) => Some(message),
+            Err(_) => {
+                if let Some(senders) = senders.as_mut() {
+                    senders.remove(&self.key);
+                }
+                None
+            }
+        }
     }
 
     /// Adds whatever is waiting to `batch` while it holds fewer than `max_batch` events
-    /// (`events` counts them; a caller's batch is never split).
+    /// (`events` counts them; a caller's batch is never split), up to a barrier or a batch
+    /// across topics.
     fn drain(&mut self, batch: &mut Vec<Command>, events: &mut usize) {
-        while *events < self.max_batch {
+        while *events < self.max_batch && self.held.is_none() && !ends(batch) {
             match self.inbox.try_recv() {
-                Ok(command) => {
+                Ok(Message::Command(command)) => {
                     *events += command.events();
                     batch.push(command);
                 }
+                Ok(Message::After(barrier)) => self.held = Some(barrier),
                 Err(_) => break,
             }
         }
@@ -138,13 +247,18 @@ impl Writer {
     async fn gather(&mut self, batch: &mut Vec<Command>, events: &mut usize, answered: usize) {
         let target = (batch.len() + answered).min(self.max_batch);
         let deadline = tokio::time::Instant::now() + GROUP_COMMIT_WAIT;
-        while batch.len() < target && *events < self.max_batch {
+        while batch.len() < target
+            && *events < self.max_batch
+            && self.held.is_none()
+            && !ends(batch)
+        {
             match tokio::time::timeout_at(deadline, self.inbox.recv()).await {
-                Ok(Some(command)) => {
+                Ok(Some(Message::Command(command))) => {
                     *events += command.events();
                     batch.push(command);
                     self.drain(batch, events);
                 }
+                Ok(Some(Message::After(barrier))) => self.held = Some(barrier),
                 Ok(None) | Err(_) => break,
             }
         }
@@ -167,13 +281,14 @@ impl Writer {
         }
     }
 
-    /// Runs the batch, again after a transient failure, up to [`ATTEMPTS`] times.
+    /// Runs the batch, again after a transient failure other than a lock timeout, up to
+    /// [`ATTEMPTS`] times.
     async fn attempt(&self, batch: &[Command]) -> std::result::Result<Applied, BatchError> {
         let mut pause = FIRST_PAUSE;
         let mut attempt = 1;
         loop {
             match apply(&self.pool, &self.channel, batch).await {
-                Err(error) if error.is_transient() && attempt < ATTEMPTS => {
+                Err(error) if error.retry_here() && attempt < ATTEMPTS => {
                     tracing::debug!(%error, attempt, "postgres batch failed; trying again");
                     tokio::time::sleep(pause).await;
                     pause *= 2;
@@ -192,6 +307,11 @@ impl Writer {
             answer(command, outcome);
         }
     }
+}
+
+/// Whether `batch` must take no more commands (it ends with a batch across topics).
+fn ends(batch: &[Command]) -> bool {
+    batch.last().is_some_and(Command::is_across)
 }
 
 /// Runs a batch in one transaction; nothing of it is stored unless this returns `Ok`.
@@ -350,7 +470,7 @@ fn fail(command: Command, transient: bool, cause: &str) {
         Command::Append { reply, row } => {
             let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
         }
-        Command::AppendBatch { reply, rows } => {
+        Command::AppendBatch { reply, rows, .. } => {
             let topics: BTreeSet<&str> = rows.iter().map(|row| row.topic.as_str()).collect();
             let _ = reply.send(Err(error(&format!(
                 "append a batch of {} events to topics {topics:?} (none stored)",

@@ -2,6 +2,11 @@
 //! kill test (24 SIGKILLs of the consumer, 4,000 keyed events, exactly one row per event at
 //! the end), with the user's table in the test schema beside the events.
 //!
+//! The handler also publishes both ways (issue 23): through its transaction to
+//! [`SIDE_TX`], which must hold exactly one event per handled event at the end, and with
+//! `Photon::publish` to [`SIDE_DIRECT`] while its transaction is open, which must hold at
+//! least one (an independent append, made again when a kill rolled the transaction back).
+//!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
 //! [`ROLE_ENV`] = `<role>|<schema>|<log>`, on the server of `common::url`; the publisher is
 //! photon-testkit's crash publisher (fsynced log of acknowledged publishes).
@@ -19,11 +24,16 @@ use photon_runtime::{HandlerOptions, Photon};
 use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
 use photon_testkit::process::Spawned;
 use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
+use serde_json::json;
 
 use common::PgFactory;
 
 const ROLE_ENV: &str = "PHOTON_POSTGRES_TEST_TX_CRASH_ROLE";
 const TOPIC: &str = "crash.tx";
+/// Published to through the handler's transaction, keyed by the handled event's id.
+const SIDE_TX: &str = "crash.tx.side";
+/// Published to with `Photon::publish` from the handler, keyed by the handled event's id.
+const SIDE_DIRECT: &str = "crash.tx.direct";
 const EVENTS: usize = 4_000;
 const KILLS: usize = 24;
 /// Longest wait, after the last kill, for every event to be published and handled.
@@ -52,7 +62,8 @@ async fn open_port(schema: &str) -> PostgresStoragePort {
         .unwrap()
 }
 
-/// The consumer: a transactional handler inserting one row per event, until killed.
+/// The consumer: a transactional handler inserting one row per event and publishing both
+/// ways, until killed.
 async fn consume(schema: &str) {
     let port = open_port(schema).await;
     let photon = Photon::builder()
@@ -63,15 +74,26 @@ async fn consume(schema: &str) {
     let pid = i64::from(std::process::id());
     let insert =
         format!("INSERT INTO {schema}.handled_rows (event_id, seq, pid) VALUES ($1, $2, $3)");
-    let handler = transactional_handler(move |tx, event| {
-        let insert = insert.clone();
-        Box::pin(async move {
-            tx.execute(&insert, &[&event.event_id, &event.seq, &pid])
-                .await
-                .map(drop)
-                .map_err(|e| PhotonError::handler(format!("insert a handled row: {e}")))
+    let handler = {
+        let photon = photon.clone();
+        transactional_handler(move |tx, event| {
+            let (insert, photon) = (insert.clone(), photon.clone());
+            Box::pin(async move {
+                tx.execute(&insert, &[&event.event_id, &event.seq, &pid])
+                    .await
+                    .map_err(|e| PhotonError::handler(format!("insert a handled row: {e}")))?;
+                let source = Some(event.event_id.as_str());
+                let draft = photon
+                    .store()
+                    .draft(SIDE_TX, source, json!(null), json!(event.seq))?;
+                tx.publish(draft).await?;
+                photon
+                    .publish(SIDE_DIRECT, source, json!(null), json!(event.seq))
+                    .await?;
+                Ok(())
+            })
         })
-    });
+    };
     let _executor = photon
         .executor()
         .transactional_handler(
@@ -129,6 +151,23 @@ struct Table {
 }
 
 impl Table {
+    /// How many events `topic` holds, and how many distinct keys they carry.
+    async fn events_and_keys(&self, topic: &str) -> (i64, i64) {
+        let schema = &self.schema;
+        let row = self
+            .client
+            .query_one(
+                &format!(
+                    "SELECT count(*), count(DISTINCT topic_key) FROM {schema}.events \
+                     WHERE topic_id = (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
+                ),
+                &[&topic],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    }
+
     async fn count(&self, sql: &str) -> i64 {
         self.client
             .query_opt(sql, &[])
@@ -230,4 +269,13 @@ async fn transactional_consumer_killed_at_random_points() {
         directory.path(),
     )
     .await;
+    let events = EVENTS as i64;
+    assert_eq!(
+        table.events_and_keys(SIDE_TX).await,
+        (events, events),
+        "one event through the transaction per handled event"
+    );
+    let (direct, sources) = table.events_and_keys(SIDE_DIRECT).await;
+    assert_eq!(sources, events, "a direct publish for every handled event");
+    assert!(direct >= events);
 }

@@ -17,6 +17,7 @@ use photon_core::{
     TransactionalPort, TransportCrypto,
 };
 use serde_json::json;
+use tokio::sync::Notify;
 
 use common::PgFactory;
 
@@ -245,7 +246,18 @@ async fn a_second_consumer_waits_for_the_first_and_skips_the_event() {
     };
     let schema = factory.schema.clone();
     let (first_port, store) = open(&factory).await;
-    let (second_port, _) = open(&factory).await;
+    // Named, so that its lock wait is found among the sessions of the tests beside it.
+    let waiter = "photon-outbox-second-consumer";
+    let separator = if factory.url.contains('?') { '&' } else { '?' };
+    let second_port = factory
+        .builder()
+        .url(format!(
+            "{}{separator}application_name={waiter}",
+            factory.url
+        ))
+        .build()
+        .await
+        .unwrap();
     let client = common::admin(&factory.url).await.unwrap();
     client
         .batch_execute(&format!(
@@ -264,39 +276,74 @@ async fn a_second_consumer_waits_for_the_first_and_skips_the_event() {
         .unwrap()
         .unwrap();
     let key = CheckpointKey::new("jobs-tx", "jobs", None);
-    let handler = |name: &'static str, pause: Duration| {
-        let insert = format!("INSERT INTO {schema}.handled (event_id, port) VALUES ($1, $2)");
+    let insert = format!("INSERT INTO {schema}.handled (event_id, port) VALUES ($1, $2)");
+    // The first handler says when it runs (its transaction then holds the checkpoint
+    // row) and holds its transaction open until released.
+    let (running, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let first_handler = {
+        let (insert, running, release) = (insert.clone(), running.clone(), release.clone());
         transactional_handler(move |tx, event| {
-            let insert = insert.clone();
+            let (insert, running, release) = (insert.clone(), running.clone(), release.clone());
             Box::pin(async move {
-                tx.execute(&insert, &[&event.event_id, &name])
+                tx.execute(&insert, &[&event.event_id, &"first"])
                     .await
                     .map_err(|e| PhotonError::handler_permanent(e.to_string()))?;
-                // Holds the transaction open while the other consumer starts.
-                tokio::time::sleep(pause).await;
+                running.notify_one();
+                release.notified().await;
                 Ok(())
             })
         })
     };
+    let second_handler = transactional_handler(move |tx, event| {
+        let insert = insert.clone();
+        Box::pin(async move {
+            tx.execute(&insert, &[&event.event_id, &"second"])
+                .await
+                .map_err(|e| PhotonError::handler_permanent(e.to_string()))?;
+            Ok(())
+        })
+    });
     let first = {
-        let (handler, event, key) = (
-            handler("first", Duration::from_millis(500)),
-            event.clone(),
-            key.clone(),
-        );
-        tokio::spawn(async move { first_port.handle_in_transaction(handler, event, key).await })
+        let (event, key) = (event.clone(), key.clone());
+        tokio::spawn(async move {
+            first_port
+                .handle_in_transaction(first_handler, event, key)
+                .await
+        })
     };
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let second = second_port
-        .handle_in_transaction(handler("second", Duration::ZERO), event, key.clone())
+    tokio::time::timeout(DEADLINE, running.notified())
         .await
-        .unwrap();
-    assert!(
-        first.is_finished(),
-        "the second consumer did not wait for the first"
+        .expect("the first handler runs");
+    let second = {
+        let (port, key) = (second_port.clone(), key.clone());
+        tokio::spawn(async move { port.handle_in_transaction(second_handler, event, key).await })
+    };
+    // The second consumer waits for the first one's checkpoint row.
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{waiter}' \
+         AND wait_event_type = 'Lock'"
     );
-    assert_eq!(first.await.unwrap().unwrap(), TransactionOutcome::Committed);
-    assert_eq!(second, TransactionOutcome::AlreadyHandled);
+    let seen = async {
+        while count(&client, &waiting).await == 0 {
+            // Polls the server's view; the pause only spaces the queries.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, seen)
+        .await
+        .expect("the second consumer waits for the first");
+    assert!(!second.is_finished(), "the second consumer did not wait");
+    release.notify_one();
+    let first = tokio::time::timeout(DEADLINE, first)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.unwrap(), TransactionOutcome::Committed);
+    let second = tokio::time::timeout(DEADLINE, second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.unwrap(), TransactionOutcome::AlreadyHandled);
     let rows: Vec<(String, String)> = client
         .query(&format!("SELECT event_id, port FROM {schema}.handled"), &[])
         .await

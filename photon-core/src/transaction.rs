@@ -16,6 +16,16 @@
 //! Anything the handler does outside the transaction (an HTTP call, a write to another
 //! database, a message to a broker) is still at-least-once: a crash after it and before the
 //! commit runs it again.
+//!
+//! The port's transaction is the only writer of a transactional subscription's checkpoint
+//! (the executor does not also commit it), and a port must not make the transaction wait
+//! on the port's own work: an append the handler makes outside the transaction (with
+//! `Photon::publish`) is an independent append, committed when it returns and kept after a
+//! rollback of the handler (at-least-once), and must be able to commit while the
+//! handler's transaction holds the checkpoint. An append through the transaction is
+//! exactly-once with the checkpoint advance. A port whose lock waits can still meet (one
+//! topic appended to both ways in one handler) bounds them, failing the wait with a
+//! retryable [`crate::PhotonError::Unavailable`].
 
 use std::sync::Arc;
 

@@ -152,6 +152,13 @@ impl ExecutorBuilder {
     ///   ([`ExecutorConfig::parallelism`] does not apply): each transaction moves the
     ///   checkpoint to its own event.
     /// - Not available for group handlers.
+    /// - The checkpoint is written by these transactions only, never by the executor's
+    ///   ordinary checkpoint commits.
+    /// - Publishing from the handler: through its transaction, exactly once with the
+    ///   checkpoint advance; with `Photon::publish`, an independent append that is kept
+    ///   when the handler's transaction rolls back (at-least-once). On PostgreSQL the second
+    ///   does not wait for the handler's transaction, except on a topic that transaction
+    ///   already published to (see `photon_backend_postgres::PostgresTransaction`).
     ///
     /// On SQLite, `P::Handler` is `photon_backend_sqlite::TransactionalHandler`, a closure
     /// over a `&SqliteTransaction` run on the port's writer thread. On PostgreSQL it is

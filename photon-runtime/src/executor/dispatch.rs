@@ -543,6 +543,11 @@ async fn handle(
         }
         return true;
     }
+    // A transactional subscription's checkpoint is written only by its handler's (or its
+    // dead letter's) transaction: a commit here would wait for that transaction's lock.
+    if subscription.registration.transactional.is_some() {
+        return true;
+    }
     for seq in acknowledgeable {
         if let Err(err) = subscription.committer.ack(seq).await {
             tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "checkpoint commit failed; will retry");

@@ -36,12 +36,16 @@
 //!
 //! # Transactional handlers
 //! A handler registered with [`ExecutorBuilder::transactional_handler`] on a port that
-//! implements [`photon_core::TransactionalPort`] (SQLite) writes through the port's
-//! transaction, and the checkpoint advance commits in that same transaction; so does a
-//! dead letter with the advance past its event. Its effects in that database are
+//! implements [`photon_core::TransactionalPort`] (SQLite, PostgreSQL) writes through the
+//! port's transaction, and the checkpoint advance commits in that same transaction; so
+//! does a dead letter with the advance past its event. Its effects in that database are
 //! exactly-once: no duplicates after a crash, a retry (a failed attempt rolls back) or a
 //! second consumer of the subscription; effects outside the database stay at-least-once.
-//! Its events run one at a time in seq order, whatever their keys.
+//! Its events run one at a time in seq order, whatever their keys. Its checkpoint is
+//! written by those transactions only; what it publishes through its transaction is
+//! exactly-once with the checkpoint, what it publishes with `Photon::publish` is an
+//! independent append kept after a rollback (see
+//! [`ExecutorBuilder::transactional_handler`]).
 //!
 //! # Failures
 //! A handler error that [`PhotonError::is_retryable`] is retried with exponential backoff

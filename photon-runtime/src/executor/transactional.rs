@@ -7,6 +7,24 @@
 //! its event's seq, which is only right when every event before it has committed. A dead
 //! letter of such a subscription is stored with the checkpoint advance in one transaction
 //! too.
+//!
+//! These transactions are the only writers of the subscription's checkpoint: the
+//! executor's ordinary [`photon_core::CheckpointCommitter`] is never given its
+//! acknowledgements (`dispatch.rs`), so no commit of this process waits for the lock a
+//! running handler's transaction holds on the checkpoint. (An event finished without a
+//! transaction, a dead letter the port refused for good, is covered by the next event's
+//! commit; if it is the last one, it is delivered again after a restart.)
+//!
+//! # Publishing from a transactional handler
+//! - Through the handler's transaction (PostgreSQL: `PostgresTransaction::publish`;
+//!   SQLite: `SqliteTransaction::publish`): exactly once with the checkpoint advance; a
+//!   failed attempt, a panic or a crash before the commit stores nothing.
+//! - With `Photon::publish`: an independent append, committed when it returns and kept
+//!   when the handler's transaction then rolls back, so an event handled again publishes
+//!   again (at-least-once). On PostgreSQL it never waits for the handler's own transaction
+//!   unless that transaction already published to the same topic (whose row it then
+//!   holds): that wait ends with the port's lock timeout, as a retryable error. On SQLite
+//!   the handler runs on the writer thread and must not wait for the port at all.
 
 use std::sync::Arc;
 
