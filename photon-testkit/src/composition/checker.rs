@@ -25,7 +25,8 @@ pub fn check(history: &History) -> Result<(), Violation> {
     for (sub, log) in &history.durable {
         durable_complete(history, *sub, log)?;
         durable_order(*sub, log)?;
-        durable_no_repeat_after_ack(*sub, log)?;
+        durable_no_silent_skip(history, *sub, log)?;
+        durable_no_repeat_after_ack(history, *sub, log)?;
         checkpoints_monotonic(*sub, log)?;
         gaps_explained(history, &log.gaps, &format!("subscription {sub}"))?;
     }
@@ -40,12 +41,15 @@ fn in_gaps(seq: i64, gaps: &[(i64, i64)]) -> bool {
     gaps.iter().any(|(from, to)| (*from..*to).contains(&seq))
 }
 
-/// Every stored event reached the subscription or is named by a gap.
+/// Every stored event that no retention removed reached the subscription or is named by a
+/// gap. (An event removed before the subscription had a position past it is not owed: a
+/// subscription without a checkpoint starts at the oldest stored event.)
 fn durable_complete(history: &History, sub: u8, log: &DurableLog) -> Result<(), Violation> {
     let delivered: HashSet<i64> = log.runs.iter().flatten().map(|d| d.seq).collect();
     let missing: Vec<i64> = history
         .published
         .keys()
+        .filter(|seq| **seq >= history.truncated_before)
         .filter(|seq| !delivered.contains(seq) && !in_gaps(**seq, &log.gaps))
         .copied()
         .collect();
@@ -57,6 +61,34 @@ fn durable_complete(history: &History, sub: u8, log: &DurableLog) -> Result<(), 
         missing.len(),
         &missing[..missing.len().min(10)]
     )))
+}
+
+/// Within one delivery run nothing is skipped silently: between two consecutive
+/// deliveries every stored event was delivered earlier in the run or is named by a gap
+/// (events are published one operation at a time, so a topic read in seq order, as every
+/// port reads a one-shard topic, has no other reason to jump).
+fn durable_no_silent_skip(history: &History, sub: u8, log: &DurableLog) -> Result<(), Violation> {
+    for (run, deliveries) in log.runs.iter().enumerate() {
+        let mut seen = HashSet::new();
+        for pair in deliveries.windows(2) {
+            seen.insert(pair[0].seq);
+            let (a, b) = (pair[0].seq, pair[1].seq);
+            if b <= a {
+                continue;
+            }
+            let skipped = history
+                .published
+                .range(a + 1..b)
+                .map(|(seq, _)| *seq)
+                .find(|seq| !seen.contains(seq) && !in_gaps(*seq, &log.gaps));
+            if let Some(seq) = skipped {
+                return Err(Violation(format!(
+                    "subscription {sub}, run {run}: went from seq {a} to {b}, skipping stored seq {seq} without a gap"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Within one delivery run each key goes up.
@@ -77,21 +109,33 @@ fn durable_order(sub: u8, log: &DurableLog) -> Result<(), Violation> {
     Ok(())
 }
 
-/// An acknowledged event is not delivered again (every drop and restart here is
-/// graceful, which stores the acknowledgements).
-fn durable_no_repeat_after_ack(sub: u8, log: &DurableLog) -> Result<(), Violation> {
+/// An acknowledged event is not delivered again once every event before it was
+/// acknowledged too (the checkpoint moves only over a contiguous run of acknowledged
+/// events; every drop and restart here is graceful, which stores them).
+fn durable_no_repeat_after_ack(
+    history: &History,
+    sub: u8,
+    log: &DurableLog,
+) -> Result<(), Violation> {
     let mut acked: HashMap<i64, usize> = HashMap::new();
     for (run, deliveries) in log.runs.iter().enumerate() {
         for delivered in deliveries {
-            if let Some(earlier) = acked.get(&delivered.seq) {
+            let Some(earlier) = acked.get(&delivered.seq) else {
+                continue;
+            };
+            let all_before_acked = history
+                .published
+                .range(..delivered.seq)
+                .all(|(seq, _)| acked.contains_key(seq) || in_gaps(*seq, &log.gaps));
+            if all_before_acked {
                 return Err(Violation(format!(
-                    "subscription {sub}: seq {} acknowledged in run {earlier} was delivered again in run {run}",
+                    "subscription {sub}: seq {} acknowledged in run {earlier}, with every event before it, was delivered again in run {run}",
                     delivered.seq
                 )));
             }
         }
         for delivered in deliveries.iter().filter(|d| d.acked) {
-            acked.insert(delivered.seq, run);
+            acked.entry(delivered.seq).or_insert(run);
         }
     }
     Ok(())

@@ -56,6 +56,8 @@ pub const OP_BOUND: Duration = Duration::from_secs(30);
 
 /// Environment variable: schedules per port (default 8 in tests).
 pub const CASES_ENV: &str = "PHOTON_COMPOSITION_CASES";
+/// Environment variable: when set, a failing schedule is reported as drawn, unshrunk.
+pub const NO_SHRINK_ENV: &str = "PHOTON_COMPOSITION_NO_SHRINK";
 /// Environment variable: first seed (default 1); case `n` runs seed `first + n`.
 pub const SEED_ENV: &str = "PHOTON_COMPOSITION_SEED";
 
@@ -104,14 +106,22 @@ pub async fn run_cases(factory: Arc<dyn PortFactory>, seeds: &[u64], random: usi
         summary.faults += schedule.faults();
         let history = run(&factory, &schedule).await;
         if let Err(violation) = check(&history) {
-            let shrunk = shrink(&factory, schedule.clone()).await;
+            let shrunk = if std::env::var(NO_SHRINK_ENV).is_ok() {
+                schedule.clone()
+            } else {
+                shrink(&factory, schedule.clone()).await
+            };
+            let again = run(&factory, &shrunk).await;
             panic!(
                 "{label}: composition schedule with seed {seed} fails: {violation}\n\
-                 shrunk to {} of {} operations: {:#?}\n\
+                 shrunk to {} of {} operations: {:?}\n\
+                 which fails with: {:?}\nits history:\n{}\n\
                  re-run with {SEED_ENV}={seed} {CASES_ENV}=1",
                 shrunk.ops.len(),
                 schedule.ops.len(),
-                shrunk
+                shrunk,
+                check(&again).err(),
+                again.trace.join("\n")
             );
         }
     }

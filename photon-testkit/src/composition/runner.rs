@@ -13,13 +13,15 @@ use photon_core::{
 use photon_runtime::{DurableSubscription, Photon};
 use serde_json::json;
 
-use super::generator::{Op, Schedule};
+use super::generator::{Op, Schedule, SUBSCRIPTIONS};
 use super::history::{Delivered, GroupDelivery, History};
 use super::OP_BOUND;
 use crate::context::{Context, PortFactory};
 
 /// How long a read waits for one more event before it counts the stream as caught up.
 const QUIET: Duration = Duration::from_millis(150);
+/// How long the final drain of one consumer may wait for the events it misses.
+const DRAIN_BOUND: Duration = Duration::from_secs(15);
 
 struct Member {
     stream: GroupMembership,
@@ -443,7 +445,7 @@ impl World<'_> {
         for sub in used {
             self.subscriptions.remove(&sub);
             self.open_subscription(sub);
-            let deadline = Instant::now() + OP_BOUND;
+            let deadline = Instant::now() + DRAIN_BOUND;
             loop {
                 let log = &self.history.durable[&sub];
                 let delivered: std::collections::HashSet<i64> =
@@ -471,7 +473,7 @@ impl World<'_> {
             }
         }
         self.join(usize::MAX, 0);
-        let deadline = Instant::now() + OP_BOUND;
+        let deadline = Instant::now() + DRAIN_BOUND;
         loop {
             let acked: std::collections::HashSet<i64> = self
                 .history

@@ -9,7 +9,7 @@ use super::runner::run;
 use crate::context::PortFactory;
 
 /// Most runs a shrink makes (each plays a schedule on the real port).
-const MAX_RUNS: usize = 60;
+const MAX_RUNS: usize = 30;
 
 /// The shortest schedule found, by removing blocks of operations (halves, then quarters,
 /// down to single operations), that still fails [`check`] on ports of `factory`. Timing
