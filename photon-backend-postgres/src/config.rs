@@ -170,7 +170,7 @@ impl PostgresConfig {
 /// | setting | variable | default |
 /// |---|---|---|
 /// | [`url`](Self::url) | `PHOTON_POSTGRES_URL` | `postgres://postgres@127.0.0.1:5432/postgres` |
-/// | [`pool_size`](Self::pool_size) | `PHOTON_POSTGRES_POOL_SIZE` | 8 |
+/// | [`pool_size`](Self::pool_size) (appends, page reads, checkpoints; consumer-group leases have two connections of their own, the listener one) | `PHOTON_POSTGRES_POOL_SIZE` | 8 |
 /// | [`schema`](Self::schema) | `PHOTON_POSTGRES_SCHEMA` | `photon` |
 /// | [`connect_timeout`](Self::connect_timeout) | `PHOTON_POSTGRES_CONNECT_TIMEOUT` | `10s` |
 /// | [`lock_timeout`](Self::lock_timeout) | `PHOTON_POSTGRES_LOCK_TIMEOUT` | `5s` |

@@ -40,8 +40,17 @@ pub(crate) fn pg_config(config: &PostgresConfig) -> Result<tokio_postgres::Confi
     Ok(pg)
 }
 
-/// The pool; connections are opened on first use.
+/// Connections of the consumer-group coordination (heartbeats, leases, partition commits),
+/// apart from the page-read pool.
+pub(crate) const COORDINATION_CONNECTIONS: usize = 2;
+
+/// The pool of `pool_size` connections; connections are opened on first use.
 pub(crate) fn pool(config: &PostgresConfig) -> Result<Pool> {
+    pool_of(config, config.pool_size)
+}
+
+/// A pool of at most `size` connections, opened on first use.
+pub(crate) fn pool_of(config: &PostgresConfig, size: usize) -> Result<Pool> {
     let manager = Manager::from_config(
         pg_config(config)?,
         NoTls,
@@ -52,7 +61,7 @@ pub(crate) fn pool(config: &PostgresConfig) -> Result<Pool> {
         },
     );
     Pool::builder(manager)
-        .max_size(config.pool_size)
+        .max_size(size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(config.connect_timeout))
         .create_timeout(Some(config.connect_timeout))

@@ -135,7 +135,12 @@ impl PostgresStoragePort {
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                coordination: Arc::new(PostgresCoordination::new(pool.clone())),
+                // Leases and heartbeats on connections of their own: a pool busy with page
+                // reads or appends must not let a member's leases lapse.
+                coordination: Arc::new(PostgresCoordination::new(connection::pool_of(
+                    &config,
+                    connection::COORDINATION_CONNECTIONS,
+                )?)),
                 config,
                 pool,
                 lanes,
