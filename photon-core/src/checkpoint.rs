@@ -204,12 +204,16 @@ impl CheckpointCommitter {
             std::mem::take(&mut lanes.pending)
         };
         let stored_any = !batch.is_empty();
-        for (lane, seq) in batch {
+        let mut batch = batch.into_iter();
+        while let Some((lane, seq)) = batch.next() {
             if let Err(err) = self.port.commit_checkpoint(&self.key, seq).await {
                 self.metrics.commit_error();
+                // This lane and every lane not tried yet stay pending for the next flush.
                 let mut lanes = self.lock();
-                let pending = lanes.pending.entry(lane).or_insert(seq);
-                *pending = (*pending).max(seq);
+                for (lane, seq) in std::iter::once((lane, seq)).chain(batch) {
+                    let pending = lanes.pending.entry(lane).or_insert(seq);
+                    *pending = (*pending).max(seq);
+                }
                 return Err(err);
             }
             self.metrics.commit();

@@ -109,33 +109,52 @@ fn durable_order(sub: u8, log: &DurableLog) -> Result<(), Violation> {
     Ok(())
 }
 
-/// An acknowledged event is not delivered again once every event before it was
-/// acknowledged too (the checkpoint moves only over a contiguous run of acknowledged
-/// events; every drop and restart here is graceful, which stores them).
+/// Nothing at or below the subscription's stored position is delivered again. The
+/// position moves, within one run, over the contiguous events acknowledged in that run
+/// from the position the run started at (acknowledgements past an unacknowledged event
+/// are not kept when the run ends; every drop and restart here is graceful, which stores
+/// what is kept). Events named by a gap, or removed by retention before being delivered,
+/// are passed over.
 fn durable_no_repeat_after_ack(
     history: &History,
     sub: u8,
     log: &DurableLog,
 ) -> Result<(), Violation> {
-    let mut acked: HashMap<i64, usize> = HashMap::new();
+    let mut position = i64::MIN;
     for (run, deliveries) in log.runs.iter().enumerate() {
-        for delivered in deliveries {
-            let Some(earlier) = acked.get(&delivered.seq) else {
-                continue;
-            };
-            let all_before_acked = history
-                .published
-                .range(..delivered.seq)
-                .all(|(seq, _)| acked.contains_key(seq) || in_gaps(*seq, &log.gaps));
-            if all_before_acked {
-                return Err(Violation(format!(
-                    "subscription {sub}: seq {} acknowledged in run {earlier}, with every event before it, was delivered again in run {run}",
-                    delivered.seq
-                )));
-            }
+        if let Some(repeat) = deliveries.iter().find(|d| d.seq <= position) {
+            return Err(Violation(format!(
+                "subscription {sub}: seq {} delivered again in run {run}, though the position had passed it ({position})",
+                repeat.seq
+            )));
         }
-        for delivered in deliveries.iter().filter(|d| d.acked) {
-            acked.entry(delivered.seq).or_insert(run);
+        let acked: HashSet<i64> = deliveries
+            .iter()
+            .filter(|d| d.acked)
+            .map(|d| d.seq)
+            .collect();
+        let delivered: HashSet<i64> = deliveries.iter().map(|d| d.seq).collect();
+        let after: Vec<i64> = history
+            .published
+            .keys()
+            .copied()
+            .filter(|seq| *seq > position)
+            .collect();
+        let truncated = log.truncated_by_run.get(run).copied().unwrap_or(0);
+        let gaps: Vec<(i64, i64)> = log
+            .gaps
+            .iter()
+            .zip(&log.gap_runs)
+            .filter(|(_, gap_run)| **gap_run == run)
+            .map(|(gap, _)| *gap)
+            .collect();
+        for seq in after {
+            let removed = seq < truncated && !delivered.contains(&seq);
+            if acked.contains(&seq) || in_gaps(seq, &gaps) || removed {
+                position = seq;
+            } else {
+                break;
+            }
         }
     }
     Ok(())

@@ -21,8 +21,12 @@ pub struct DurableLog {
     pub runs: Vec<Vec<Delivered>>,
     /// `Gap { from, to }` items received.
     pub gaps: Vec<(i64, i64)>,
+    /// The run each of `gaps` was received in.
+    pub gap_runs: Vec<usize>,
     /// The stored checkpoint read after each flush.
     pub checkpoints: Vec<Option<i64>>,
+    /// Per run: the highest `before` of the retention sweeps made until the run ended.
+    pub truncated_by_run: Vec<i64>,
 }
 
 /// One event handed to a group member.

@@ -13,7 +13,7 @@ use photon_core::{
 use photon_runtime::{DurableSubscription, Photon};
 use serde_json::json;
 
-use super::generator::{Op, Schedule, SUBSCRIPTIONS};
+use super::generator::{Op, Schedule};
 use super::history::{Delivered, GroupDelivery, History};
 use super::OP_BOUND;
 use crate::context::{Context, PortFactory};
@@ -209,8 +209,10 @@ impl World<'_> {
         if self.subscriptions.contains_key(&sub) {
             return;
         }
+        let truncated = self.history.truncated_before;
         let log = self.history.durable.entry(sub).or_default();
         log.runs.push(Vec::new());
+        log.truncated_by_run.push(truncated);
         let run = log.runs.len() - 1;
         let subscription = self
             .photon
@@ -222,6 +224,7 @@ impl World<'_> {
     async fn read(&mut self, index: usize, sub: u8, count: u8, ack: bool) {
         self.open_subscription(sub);
         let mut taken = 0;
+        let mut seqs = Vec::new();
         while taken < count {
             let Some((subscription, run)) = self.subscriptions.get_mut(&sub) else {
                 return;
@@ -238,6 +241,7 @@ impl World<'_> {
             match item {
                 Ok(event) => {
                     taken += 1;
+                    seqs.push(event.seq);
                     let acked = ack && self.acknowledge(index, sub, &event).await;
                     let log = self.history.durable.entry(sub).or_default();
                     log.runs[run].push(Delivered {
@@ -247,12 +251,9 @@ impl World<'_> {
                     });
                 }
                 Err(PhotonError::Gap { from, to, .. }) => {
-                    self.history
-                        .durable
-                        .entry(sub)
-                        .or_default()
-                        .gaps
-                        .push((from, to));
+                    let log = self.history.durable.entry(sub).or_default();
+                    log.gaps.push((from, to));
+                    log.gap_runs.push(run);
                     self.trace(index, format!("subscription {sub}: gap {from}..{to}"));
                 }
                 Err(err) => {
@@ -263,7 +264,10 @@ impl World<'_> {
                 }
             }
         }
-        self.trace(index, format!("subscription {sub} took {taken}"));
+        self.trace(
+            index,
+            format!("subscription {sub} took {taken} (acknowledged: {ack}): {seqs:?}"),
+        );
     }
 
     async fn acknowledge(&mut self, index: usize, sub: u8, event: &Event) -> bool {
@@ -408,6 +412,13 @@ impl World<'_> {
         match self.port.truncate_before(&self.topic, before).await {
             Ok(removed) => {
                 self.history.truncated_before = before;
+                for sub in self.subscriptions.keys() {
+                    if let Some(log) = self.history.durable.get_mut(sub) {
+                        if let Some(last) = log.truncated_by_run.last_mut() {
+                            *last = before;
+                        }
+                    }
+                }
                 self.trace(
                     index,
                     format!("truncated before {before}: {removed} removed"),
