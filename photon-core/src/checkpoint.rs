@@ -79,6 +79,15 @@ pub struct CheckpointCommitter {
 static FINAL_COMMITS: LazyLock<Mutex<HashMap<CheckpointKey, Vec<watch::Receiver<()>>>>> =
     LazyLock::new(Mutex::default);
 
+/// Final commits of dropped committers that failed, by the port they were made on (the
+/// address of its allocation): reported by [`CheckpointCommitter::take_final_failures`].
+static FAILED_FINAL_COMMITS: LazyLock<Mutex<HashMap<usize, Vec<String>>>> =
+    LazyLock::new(Mutex::default);
+
+fn port_id(port: &Arc<dyn StoragePort>) -> usize {
+    Arc::as_ptr(port).cast::<()>() as usize
+}
+
 fn final_commits(
 ) -> std::sync::MutexGuard<'static, HashMap<CheckpointKey, Vec<watch::Receiver<()>>>> {
     // Only receivers are pushed and removed under this lock.
@@ -171,6 +180,17 @@ impl CheckpointCommitter {
     pub async fn settled(key: &CheckpointKey) {
         let receivers = final_commits().get(key).cloned().unwrap_or_default();
         wait_all(receivers).await;
+    }
+
+    /// The final commits of dropped committers on `port` that failed since the last call,
+    /// each as `<checkpoint>: <error>`. Call it after [`CheckpointCommitter::all_settled`]
+    /// to know whether every dropped subscription's position was stored.
+    pub fn take_final_failures(port: &Arc<dyn StoragePort>) -> Vec<String> {
+        FAILED_FINAL_COMMITS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&port_id(port))
+            .unwrap_or_default()
     }
 
     /// Waits until the final commits of every dropped committer (in this process) have
@@ -273,6 +293,12 @@ impl Drop for CheckpointCommitter {
                     Err(err) => {
                         metrics.commit_error();
                         tracing::warn!(checkpoint = ?key, %err, "final checkpoint commit failed");
+                        FAILED_FINAL_COMMITS
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .entry(port_id(&port))
+                            .or_default()
+                            .push(format!("{key:?}: {err}"));
                     }
                 }
             }

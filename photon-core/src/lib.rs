@@ -40,7 +40,7 @@ pub use checkpoint::{CheckpointCommitter, FlushPolicy};
 pub use crypto::{Opened, TransportCrypto, TRANSPORT_KEYS_ENV, TRANSPORT_KEY_ENV};
 pub use error::{BoxError, CryptoFailure, PhotonError, Result};
 pub use event::{Appended, Body, Event, Record, RecordDraft, SealedBody};
-pub use group::{GroupCoordination, GroupDispatchers, GroupMembership, GroupOptions, GroupScope};
+pub use group::{GroupCoordination, GroupMembership, GroupOptions, GroupScope};
 pub use headers::{HeaderProblem, Headers, TRACEPARENT};
 pub use port::{
     Acknowledge, CheckpointKey, Delivery, DeliveryStream, GroupRequest, RecordStream, StartAt,

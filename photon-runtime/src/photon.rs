@@ -693,7 +693,9 @@ impl Photon {
     /// when it returns `Ok`.
     ///
     /// # Errors
-    /// The first commit or flush error; the other checkpoints are still flushed.
+    /// The first commit or flush error; the other checkpoints are still flushed. A
+    /// subscription dropped before the call commits its position in the background: when
+    /// that commit failed, [`PhotonError::Storage`] names its checkpoint and the error.
     ///
     /// # Examples
     /// ```
@@ -732,6 +734,19 @@ impl Photon {
             }
         }
         CheckpointCommitter::all_settled().await;
+        let port = self.store().port();
+        let failed = CheckpointCommitter::take_final_failures(port);
+        if !failed.is_empty() {
+            first_error.get_or_insert(PhotonError::Storage {
+                backend: port.label(),
+                message: format!(
+                    "the final checkpoint commit of {} dropped subscription(s) failed: {}",
+                    failed.len(),
+                    failed.join("; ")
+                ),
+                source: None,
+            });
+        }
         if let Err(err) = self.store().port().flush().await {
             first_error.get_or_insert(err);
         }

@@ -428,3 +428,33 @@ async fn a_subscription_outliving_its_photon_keeps_delivering() {
         Some(seqs[2])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_reports_a_dropped_subscriptions_failed_final_commit() {
+    for backend in BACKENDS {
+        let store = TestStore::new(backend).await;
+        let hooked = HookedPort::new(store.port.clone());
+        let failing = hooked.failing_commits.clone();
+        let policy = FlushPolicy {
+            interval: Duration::from_secs(3600),
+            max_pending: u32::MAX,
+        };
+        let photon = photon_on(Arc::new(hooked), policy);
+        publish(&photon, "orders", 3).await;
+        let mut sub = photon.durable("billing", "orders", None);
+        for event in take(&mut sub, 3).await {
+            sub.ack(&ok(event)).await.unwrap();
+        }
+        failing.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Dropped: its position is committed in the background, and that commit fails.
+        drop(sub);
+        match photon.shutdown().await {
+            Err(PhotonError::Storage { message, .. }) => {
+                assert!(message.contains("billing"), "{backend:?}: {message}")
+            }
+            other => panic!("{backend:?}: expected the failed final commit, got {other:?}"),
+        }
+        let key = CheckpointKey::new("billing", "orders", None);
+        assert_eq!(store.port.load_checkpoint(&key).await.unwrap(), None);
+    }
+}

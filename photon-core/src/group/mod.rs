@@ -1,6 +1,6 @@
 //! Consumer groups.
 //!
-//! **Across processes** ([`join`]): one protocol, written once here, over a primitive each
+//! [`join`]: one protocol, written once here, over a primitive each
 //! port provides ([`GroupCoordination`]: member heartbeats and compare-and-set partition
 //! leases with an expiry and an epoch).
 //!
@@ -26,13 +26,9 @@
 //! - A member reads the topic once for all the partitions it owns and routes each record to
 //!   its partition, unless the store reads a partition alone (broker shards,
 //!   [`GroupCoordination::partition_records`]): then each partition has its own reader.
-//!
-//! **In one port instance** ([`GroupDispatchers`]): the older dispatcher, for ports without
-//! the primitive; its groups do not span processes.
 
 mod assignment;
 mod coordination;
-mod dispatcher;
 mod identity;
 pub mod layout;
 mod member;
@@ -44,7 +40,6 @@ pub use assignment::{partition_of, sticky};
 pub use coordination::{
     owner_name, GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease,
 };
-pub use dispatcher::{group_checkpoint, GroupDispatchers};
 pub use identity::{default_member, nth_member, MEMBER_ENV};
 pub use layout::{current_view, Layout, MAX_PARTITIONS};
 pub use member::{join, GroupMembership};

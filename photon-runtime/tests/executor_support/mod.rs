@@ -110,6 +110,8 @@ pub struct HookedPort {
     pub dead_letter_gate: Option<Arc<tokio::sync::Semaphore>>,
     /// Claims no `list` capability (a port that cannot list a topic's records).
     pub without_list: bool,
+    /// Checkpoint commits fail while set.
+    pub failing_commits: Arc<AtomicBool>,
     crashed: Arc<AtomicBool>,
 }
 
@@ -120,6 +122,7 @@ impl HookedPort {
             commit_delay: Duration::ZERO,
             dead_letter_gate: None,
             without_list: false,
+            failing_commits: Arc::new(AtomicBool::new(false)),
             crashed: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -182,6 +185,13 @@ impl StoragePort for HookedPort {
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
         if self.is_crashed() {
             return Ok(());
+        }
+        if self.failing_commits.load(Ordering::SeqCst) {
+            return Err(photon_core::PhotonError::Storage {
+                backend: "hooked",
+                message: format!("commit of {seq} refused by the test"),
+                source: None,
+            });
         }
         tokio::time::sleep(self.commit_delay).await;
         self.inner.commit_checkpoint(key, seq).await
