@@ -112,6 +112,7 @@ mod port;
 mod publish;
 mod query;
 mod retention;
+mod snapshot;
 mod socket;
 pub mod stream_shard;
 mod tail;
