@@ -239,7 +239,11 @@ impl FluvioStoragePort {
         let name = fluvio_topic_name(&inner.config.prefix, topic, shard, shards);
         ensure_topic(&inner.fluvio(), &inner.config, &name).await?;
         let end = end_offset(&inner.fluvio(), &name).await?;
-        Ok(if end > 0 { seq_of(end - 1, shard, shards) } else { 0 })
+        Ok(if end > 0 {
+            seq_of(end - 1, shard, shards)
+        } else {
+            0
+        })
     }
 
     /// Per shard: the larger of the Photon checkpoint and the Fluvio consumer offset.

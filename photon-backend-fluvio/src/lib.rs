@@ -107,6 +107,7 @@ mod env;
 mod error;
 mod group;
 mod group_machine;
+mod group_snapshot;
 mod layout;
 mod port;
 mod publish;
@@ -126,6 +127,8 @@ pub use config::{
     BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
 };
 pub use dedup::DEDUP_WINDOW;
+#[doc(hidden)]
+pub use group::GroupLogStats;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use socket::prompt_connector;

@@ -34,7 +34,10 @@ const MANIFEST_SEARCH: i64 = 64;
 #[serde(untagged)]
 pub(crate) enum SnapshotRecord<T> {
     /// Ends a snapshot: its parts, and the log offset below which it holds everything.
-    Manifest { covers_through: i64, parts: Vec<i64> },
+    Manifest {
+        covers_through: i64,
+        parts: Vec<i64>,
+    },
     /// A whole snapshot in one record (written by earlier versions of the checkpoint store).
     Whole {
         covers_through: i64,
@@ -126,8 +129,12 @@ async fn newest_manifest<T: DeserializeOwned>(
         let from = (end - window).max(0);
         let mut newest: Option<SnapshotRecord<T>> = None;
         let mut error = None;
-        read_range(fluvio, name, from, end, |record| {
-            match serde_json::from_slice::<SnapshotRecord<T>>(record.value()) {
+        read_range(
+            fluvio,
+            name,
+            from,
+            end,
+            |record| match serde_json::from_slice::<SnapshotRecord<T>>(record.value()) {
                 Ok(SnapshotRecord::Part { .. }) => {}
                 Ok(found) => {
                     if covers(newest.as_ref()) <= covers(Some(&found)) {
@@ -135,8 +142,8 @@ async fn newest_manifest<T: DeserializeOwned>(
                     }
                 }
                 Err(err) => error = Some(malformed(name, record.offset(), err)),
-            }
-        })
+            },
+        )
         .await?;
         if let Some(err) = error {
             return Err(err);
