@@ -304,11 +304,15 @@ impl FluvioCoordination {
             serde_json::to_vec(&command).map_err(|e| PhotonError::codec("group command", e))?;
         let (done, outcome) = oneshot::channel();
         lock(&self.log().waiters).insert(command.id.clone(), done);
+        let mut lost = self.log().lost.subscribe();
         let result = tokio::time::timeout(COMMAND_DEADLINE, async {
             self.append(&name, value).await?;
-            outcome
-                .await
-                .map_err(|_| PhotonError::Closed(format!("group coordination topic {name}")))
+            tokio::select! {
+                outcome = outcome => outcome
+                    .map_err(|_| PhotonError::Closed(format!("group coordination topic {name}"))),
+                // A log that cannot be applied never decides the command.
+                _ = lost.wait_for(Option::is_some) => self.log().lost().map(|()| Outcome::Done),
+            }
         })
         .await;
         lock(&self.log().waiters).remove(&command.id);

@@ -117,6 +117,8 @@ mod snapshot;
 mod socket;
 pub mod stream_shard;
 mod tail;
+#[doc(hidden)]
+pub mod testing;
 mod topic;
 
 pub use config::{
@@ -127,8 +129,6 @@ pub use config::{
     BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
 };
 pub use dedup::DEDUP_WINDOW;
-#[doc(hidden)]
-pub use group::GroupLogStats;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use socket::prompt_connector;
