@@ -301,7 +301,18 @@ impl FluvioCoordination {
                 .await?;
                 // The newest snapshot first: only the records after it are read. (Boxed:
                 // its reads nest deep enough to overflow the layout of the callers' futures.)
-                Box::pin(load_newest(inner, &inner.groups)).await?;
+                if let Some(covers) = Box::pin(load_newest(inner, &inner.groups)).await? {
+                    let end = end_offset(&inner.fluvio(), &name).await?;
+                    if end < covers {
+                        return Err(PhotonError::Unavailable {
+                            backend: crate::error::LABEL,
+                            message: format!(
+                                "group coordination topic {name} ends at offset {end}, but the newest snapshot in {snapshots} covers offsets below {covers}: the topic was recreated without its snapshots; delete {snapshots} too (it holds the groups' state)"
+                            ),
+                            source: None,
+                        });
+                    }
+                }
                 tokio::spawn(read_log(
                     Arc::downgrade(inner),
                     Arc::clone(&inner.groups),
@@ -660,12 +671,14 @@ async fn read_log(port: Weak<Inner>, log: Arc<GroupLog>, name: String) {
                     let Some(inner) = port.upgrade() else {
                         return;
                     };
-                    if recover(&inner, &log, &name, next, first).await {
-                        failures = 0;
-                        failing_since = None;
-                        continue;
+                    let next = *log.applied.borrow();
+                    if !recover(&inner, &log, &name, next, first).await {
+                        // Not a connection problem: look for a snapshot again after a pause.
+                        tokio::time::sleep(RETRY_PAUSE * 10).await;
                     }
-                    (format!("records {next}..{first} removed"), false)
+                    failures = 0;
+                    failing_since = None;
+                    continue;
                 }
                 Ended::Skipped { applied } => {
                     if applied {

@@ -52,6 +52,7 @@ pub(crate) struct SnapshotState {
     pub(crate) loaded: Option<i64>,
     /// Whether this instance is writing one.
     pub(crate) writing: bool,
+    /// When this instance last failed to write one (it waits [`RETRY_AFTER`] then).
     pub(crate) failed_at: Option<Instant>,
 }
 

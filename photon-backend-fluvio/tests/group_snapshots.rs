@@ -185,8 +185,11 @@ async fn a_new_instance_catches_up_from_a_snapshot() {
         return;
     };
     const COMMANDS: u64 = 30_000;
+    // Two running instances: both may write snapshots, racing or not.
     let writer = factory.port().await.unwrap();
+    let other = factory.port().await.unwrap();
     start_reader(&writer).await;
+    start_reader(&other).await;
     let client = raw_client(&factory).await;
     let base_ms = now_ms();
     let written = write_commands(
@@ -205,32 +208,49 @@ async fn a_new_instance_catches_up_from_a_snapshot() {
         Duration::from_secs(120),
     )
     .await;
+    let burst_beside = settled(
+        &other,
+        i64::try_from(COMMANDS).unwrap(),
+        Duration::from_secs(120),
+    )
+    .await;
     assert!(
-        burst.snapshots_written >= 2,
-        "30,000 commands, snapshots every {GROUP_SNAPSHOT_EVERY}: {burst:?}"
+        burst.snapshots_written + burst_beside.snapshots_written >= 1,
+        "30,000 commands, snapshots every {GROUP_SNAPSHOT_EVERY}: {burst:?} {burst_beside:?}"
     );
-    // Fewer commands than a snapshot's worth after the burst: the joining instance must
-    // apply exactly those after the newest snapshot.
+    // Then fewer commands than make a snapshot due: the joining instance must apply
+    // exactly the records after the newest snapshot, some of them, and not more than the
+    // bound.
+    let newest = burst.newest_snapshot.max(burst_beside.newest_snapshot);
+    let behind = i64::try_from(COMMANDS).unwrap() - newest;
+    let extra = u64::try_from((GROUP_SNAPSHOT_EVERY - 1 - behind).clamp(0, 3_000)).unwrap();
     let written = write_commands(
         &client,
         &factory.prefix,
         COMMANDS,
-        COMMANDS + 3_000,
+        COMMANDS + extra,
         base_ms,
         Duration::MAX,
     )
     .await;
     let end = i64::try_from(written).unwrap();
     let before = settled(&writer, end, Duration::from_secs(120)).await;
-    assert_eq!(before.newest_snapshot, burst.newest_snapshot, "{before:?}");
+    let beside = settled(&other, end, Duration::from_secs(120)).await;
+    println!("other {beside:?}");
+    assert_eq!(
+        before.newest_snapshot.max(beside.newest_snapshot),
+        newest,
+        "no snapshot due after the burst: {before:?} {beside:?}"
+    );
     let expected = state_seen(&writer).await;
+    assert_eq!(state_seen(&other).await, expected);
 
     let joining = factory.port().await.unwrap();
     let seen = state_seen(&joining).await;
     let stats = joining.group_log_stats();
     println!("writer {before:?}\njoining {stats:?}");
     let loaded = stats.loaded_snapshot.expect("started from a snapshot");
-    assert_eq!(loaded, before.newest_snapshot);
+    assert_eq!(loaded, before.newest_snapshot.max(beside.newest_snapshot));
     let bound = u64::try_from(GROUP_SNAPSHOT_EVERY + GROUP_SNAPSHOT_STAGGER).unwrap();
     assert!(
         stats.applied_records <= bound,
@@ -238,7 +258,7 @@ async fn a_new_instance_catches_up_from_a_snapshot() {
         stats.applied_records
     );
     assert_eq!(stats.applied_records, u64::try_from(end - loaded).unwrap());
-    assert!(stats.applied_records >= 3_000, "{stats:?}");
+    assert!(stats.applied_records > 0, "{stats:?}");
     assert_eq!(seen, expected);
     assert!(seen.contains("m3"), "{seen}");
 
