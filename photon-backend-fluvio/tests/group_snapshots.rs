@@ -370,6 +370,37 @@ async fn records_removed_before_any_snapshot_are_reported() {
     );
     // The instance that applied everything still works.
     assert_eq!(coordination.members(&scope).await.unwrap().len(), 1);
+
+    // A command 11 minutes later on the log clock makes the first instance write a
+    // snapshot (10 minutes of log time since it started); the late instance finds it at
+    // its next retry and goes on from there, with the same state.
+    let producer = client.topic_producer(name.clone()).await.unwrap();
+    let later = heartbeat_record(now_ms() + 660_000, GROUP, TOPIC, "m1", "m1#1", TTL_MS);
+    producer
+        .send(RecordKey::NULL, later)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match late.group_coordination().unwrap().members(&scope).await {
+            Ok(_) => break,
+            Err(PhotonError::Unavailable { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("the late instance did not recover within 30 s: {err}"),
+        }
+    }
+    let stats = late.group_log_stats();
+    assert!(
+        first.group_log_stats().snapshots_written >= 1,
+        "{:?}",
+        first.group_log_stats()
+    );
+    assert!(stats.loaded_snapshot.is_some(), "{stats:?}");
+    assert_eq!(state_seen(&late).await, state_seen(&first).await);
 }
 
 /// Catch-up time of a fresh instance after as many commands as can be written in about a
