@@ -2,7 +2,8 @@
 //! reads the newest snapshot and only the records after it, and sees the state of the
 //! instance that applied them all; records that retention removed with no snapshot
 //! covering them make calls fail with `PhotonError::Unavailable` naming the topic and the
-//! offsets, instead of a silently empty state.
+//! offsets, instead of a silently empty state, until an instance that applied them writes
+//! a snapshot (here the one due after 10 minutes of log time).
 //!
 //! The commands are written straight to the coordination topic (the port's own
 //! serialization, batched): through the API each costs a round trip.
