@@ -8,10 +8,11 @@
 //! - Fluvio has no compaction. Once the commits since the last snapshot reach
 //!   max([`SNAPSHOT_EVERY`], half the live checkpoints), a port reads the topic to its end
 //!   and writes every live checkpoint to `{prefix}-checkpoints-snapshot`: as parts of at
-//!   most [`PART_BYTES`] each (one record of everything would pass the 1 MiB produce limit
-//!   past about 10k checkpoints), then a manifest naming the offsets of its parts and the
-//!   commit offset it covers. Loading finds the newest manifest near the end of the
-//!   snapshot topic, reads its parts, then only the commits after it. So a load reads at
+//!   most [`snapshot::PART_BYTES`] each (one record of everything would pass the 1 MiB
+//!   produce limit past about 10k checkpoints), then a manifest naming the offsets of its
+//!   parts and the commit offset it covers (the format and its reading are shared with the
+//!   group coordination log: [`crate::snapshot`]). Loading finds the newest manifest near
+//!   the end of the snapshot topic, reads its parts, then only the commits after it. So a load reads at
 //!   most about twice the live checkpoints (the snapshot, then up to half as many commits
 //!   per writing port), whatever the number of commits ever made, and each record stays
 //!   far below the produce limit.
@@ -24,29 +25,21 @@
 //!   [`crate::durable_consumer_name`]) so Fluvio tools show them; see [`crate::consumer`].
 //!   The checkpoint topic is authoritative for `load_checkpoint`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use fluvio::{Fluvio, RecordKey, TopicProducerPool};
+use fluvio::Fluvio;
 use photon_core::{CheckpointKey, PhotonError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
-use crate::error::unavailable;
 use crate::query::{end_offset, read_range};
+use crate::snapshot;
 use crate::stream_shard::shard_of_seq;
 use crate::topic::{checkpoints_topic_name, snapshot_topic_name, OpenProducer, Topics};
 
 /// Fewest commits between two snapshots.
 pub(crate) const SNAPSHOT_EVERY: usize = 256;
-
-/// Largest snapshot part (serialized entries), well below the produce limit.
-pub(crate) const PART_BYTES: usize = 256 * 1024;
-
-/// Records at the end of the snapshot topic searched for a manifest first (doubled until
-/// one is found): parts of snapshots written at the same time by other ports can lie
-/// between a manifest and the end.
-const MANIFEST_SEARCH: i64 = 64;
 
 /// One stored position: a checkpoint and a shard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,24 +55,6 @@ struct Commit {
     #[serde(flatten)]
     entry: Entry,
     seq: i64,
-}
-
-/// A record of the snapshot topic.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-enum SnapshotRecord {
-    /// Ends a snapshot: its parts, and the commit offset below which it holds everything.
-    Manifest {
-        covers_through: i64,
-        parts: Vec<i64>,
-    },
-    /// A whole snapshot in one record (written by earlier versions).
-    Whole {
-        covers_through: i64,
-        entries: Vec<(Entry, i64)>,
-    },
-    /// Some entries of a snapshot.
-    Part { entries: Vec<(Entry, i64)> },
 }
 
 #[derive(Debug, Default)]
@@ -209,7 +184,7 @@ impl Checkpoints {
             seq,
         })
         .map_err(|e| PhotonError::codec("checkpoint", e))?;
-        if let Err(err) = send(&open.producer, &name, record_key, value).await {
+        if let Err(err) = snapshot::send(&open.producer, &name, record_key, value).await {
             cx.topics.forget(&name);
             return Err(err);
         }
@@ -242,9 +217,13 @@ impl Checkpoints {
         let mut found = HashMap::new();
         let mut covers = None;
         if !snapshot_read {
-            if let Some(covers_through) = load_snapshot(cx, &mut found).await? {
-                from = from.max(covers_through);
-                covers = Some(covers_through);
+            let name = snapshot_topic_name(&cx.config.prefix);
+            if let Some(loaded) = snapshot::load::<(Entry, i64)>(&cx.fluvio, &name).await? {
+                for (entry, seq) in loaded.entries {
+                    raise(&mut found, entry, seq);
+                }
+                from = from.max(loaded.covers_through);
+                covers = Some(loaded.covers_through);
             }
         }
         let name = checkpoints_topic_name(&cx.config.prefix);
@@ -291,167 +270,12 @@ impl Checkpoints {
         };
         let name = snapshot_topic_name(&cx.config.prefix);
         let open = producer(cx, &name).await?;
-        let mut parts = Vec::new();
-        for chunk in parts_of(&entries)? {
-            match send(&open.producer, &name, b"snapshot-part".to_vec(), chunk).await {
-                Ok(offset) => parts.push(offset),
-                Err(err) => {
-                    cx.topics.forget(&name);
-                    return Err(err);
-                }
-            }
-        }
-        let manifest = serde_json::to_vec(&SnapshotRecord::Manifest {
-            covers_through,
-            parts,
-        })
-        .map_err(|e| PhotonError::codec("checkpoint snapshot manifest", e))?;
-        if let Err(err) = send(&open.producer, &name, b"snapshot".to_vec(), manifest).await {
-            cx.topics.forget(&name);
-            return Err(err);
-        }
+        let parts = snapshot::parts_of(&entries, "checkpoint snapshot part")?;
+        snapshot::write(&open.producer, cx.topics, &name, covers_through, parts).await?;
         let mut state = self.state();
         state.since_snapshot = 0;
         state.snapshot_covers = state.snapshot_covers.max(covers_through);
         Ok(())
-    }
-}
-
-/// Serialized parts of at most [`PART_BYTES`] of entries each (one entry may exceed it
-/// alone: names are bounded, so it stays far below the produce limit).
-fn parts_of(entries: &[(Entry, i64)]) -> Result<Vec<Vec<u8>>> {
-    let mut parts = Vec::new();
-    let mut part: Vec<&(Entry, i64)> = Vec::new();
-    let mut bytes = 0;
-    let encode = |part: &[&(Entry, i64)]| {
-        let entries: Vec<(Entry, i64)> = part.iter().map(|e| (*e).clone()).collect();
-        serde_json::to_vec(&SnapshotRecord::Part { entries })
-            .map_err(|e| PhotonError::codec("checkpoint snapshot part", e))
-    };
-    for entry in entries {
-        // Bytes of the entry in JSON, near enough: names plus the fixed fields.
-        let size = entry.0.subscription.len()
-            + entry.0.topic.len()
-            + entry.0.key.as_ref().map_or(4, String::len)
-            + 80;
-        if bytes + size > PART_BYTES && !part.is_empty() {
-            parts.push(encode(&part)?);
-            part.clear();
-            bytes = 0;
-        }
-        part.push(entry);
-        bytes += size;
-    }
-    if !part.is_empty() {
-        parts.push(encode(&part)?);
-    }
-    Ok(parts)
-}
-
-/// Reads the newest complete snapshot into `values`; returns the commit offset it covers.
-async fn load_snapshot(cx: &Context<'_>, values: &mut HashMap<Entry, i64>) -> Result<Option<i64>> {
-    let name = snapshot_topic_name(&cx.config.prefix);
-    let end = end_offset(&cx.fluvio, &name).await?;
-    if end == 0 {
-        return Ok(None);
-    }
-    let malformed = |offset: i64, err: serde_json::Error| {
-        PhotonError::codec(format!("checkpoint snapshot {name}@{offset}"), err)
-    };
-    // The newest manifest (or whole snapshot), searching back from the end.
-    let mut window = MANIFEST_SEARCH;
-    let newest = loop {
-        let from = (end - window).max(0);
-        let mut newest = None;
-        let mut error = None;
-        read_range(
-            &cx.fluvio,
-            &name,
-            from,
-            end,
-            |record| match serde_json::from_slice::<SnapshotRecord>(record.value()) {
-                Ok(SnapshotRecord::Part { .. }) => {}
-                Ok(whole_or_manifest) => newest = Some((record.offset(), whole_or_manifest)),
-                Err(err) => error = Some(malformed(record.offset(), err)),
-            },
-        )
-        .await?;
-        if let Some(err) = error {
-            return Err(err);
-        }
-        if newest.is_some() || from == 0 {
-            break newest;
-        }
-        window *= 2;
-    };
-    match newest {
-        None => Ok(None),
-        Some((
-            _,
-            SnapshotRecord::Whole {
-                covers_through,
-                entries,
-            },
-        )) => {
-            for (entry, seq) in entries {
-                raise(values, entry, seq);
-            }
-            Ok(Some(covers_through))
-        }
-        Some((
-            _,
-            SnapshotRecord::Manifest {
-                covers_through,
-                parts,
-            },
-        )) => {
-            let wanted: HashSet<i64> = parts.iter().copied().collect();
-            let (Some(first), Some(last)) = (parts.iter().min(), parts.iter().max()) else {
-                return Ok(Some(covers_through));
-            };
-            let mut error = None;
-            let mut read = 0;
-            read_range(&cx.fluvio, &name, *first, last + 1, |record| {
-                if !wanted.contains(&record.offset()) {
-                    return;
-                }
-                match serde_json::from_slice::<SnapshotRecord>(record.value()) {
-                    Ok(SnapshotRecord::Part { entries }) => {
-                        read += 1;
-                        for (entry, seq) in entries {
-                            raise(values, entry, seq);
-                        }
-                    }
-                    Ok(_) => {
-                        error = Some(PhotonError::Unavailable {
-                            backend: crate::error::LABEL,
-                            message: format!(
-                                "snapshot part {name}@{} is not a part",
-                                record.offset()
-                            ),
-                            source: None,
-                        })
-                    }
-                    Err(err) => error = Some(malformed(record.offset(), err)),
-                }
-            })
-            .await?;
-            if let Some(err) = error {
-                return Err(err);
-            }
-            if read != wanted.len() {
-                return Err(PhotonError::Unavailable {
-                    backend: crate::error::LABEL,
-                    message: format!(
-                        "snapshot {name}: {read} of {} parts readable (retention removed some?)",
-                        wanted.len()
-                    ),
-                    source: None,
-                });
-            }
-            Ok(Some(covers_through))
-        }
-        Some((_, SnapshotRecord::Part { .. })) => Ok(None),
     }
 }
 
@@ -472,30 +296,6 @@ async fn producer(cx: &Context<'_>, name: &str) -> Result<std::sync::Arc<OpenPro
     cx.topics
         .producer(|| cx.fluvio.clone(), cx.config, name)
         .await
-}
-
-/// Sends one record and waits for its ack; returns its offset.
-async fn send(
-    producer: &TopicProducerPool,
-    name: &str,
-    key: Vec<u8>,
-    value: Vec<u8>,
-) -> Result<i64> {
-    let acked = match producer.send(RecordKey::from(key), value).await {
-        Ok(output) => output
-            .wait()
-            .await
-            .map(|metadata| metadata.offset())
-            .map_err(anyhow::Error::from),
-        Err(err) => Err(err),
-    };
-    match acked {
-        Ok(offset) => Ok(offset),
-        Err(err) => {
-            producer.clear_errors().await;
-            Err(unavailable(format!("cannot write to {name}"), err))
-        }
-    }
 }
 
 #[cfg(test)]
@@ -522,61 +322,19 @@ mod tests {
     }
 
     #[test]
-    fn snapshots_split_into_parts_below_the_limit() {
-        let entries: Vec<(Entry, i64)> = (0..30_000)
-            .map(|i| {
-                (
-                    Entry {
-                        subscription: format!("subscription-{i}"),
-                        topic: "orders.created".into(),
-                        key: Some(format!("customer-{i}")),
-                        shard: 0,
-                    },
-                    i64::from(i),
-                )
-            })
-            .collect();
-        let parts = parts_of(&entries).unwrap();
-        assert!(parts.len() > 1, "{} parts", parts.len());
-        let mut back = HashMap::new();
-        for part in &parts {
-            assert!(part.len() <= PART_BYTES, "{} bytes", part.len());
-            match serde_json::from_slice::<SnapshotRecord>(part).unwrap() {
-                SnapshotRecord::Part { entries } => {
-                    for (entry, seq) in entries {
-                        raise(&mut back, entry, seq);
-                    }
-                }
-                other => panic!("not a part: {other:?}"),
-            }
-        }
-        assert_eq!(back.len(), 30_000);
-        assert_eq!(back, entries.into_iter().collect::<HashMap<_, _>>());
-    }
-
-    #[test]
-    fn snapshot_records_keep_their_kind() {
-        let manifest = serde_json::to_vec(&SnapshotRecord::Manifest {
-            covers_through: 7,
-            parts: vec![1, 2],
-        })
-        .unwrap();
-        assert!(matches!(
-            serde_json::from_slice(&manifest).unwrap(),
-            SnapshotRecord::Manifest {
-                covers_through: 7,
-                ..
-            }
-        ));
+    fn snapshots_of_earlier_versions_still_read() {
         // A snapshot written by earlier versions: one record of everything.
         let whole = br#"{"covers_through":3,"entries":[[{"subscription":"s","topic":"t","key":null,"shard":0},5]]}"#;
-        assert!(matches!(
-            serde_json::from_slice(whole).unwrap(),
-            SnapshotRecord::Whole {
-                covers_through: 3,
-                ..
+        match serde_json::from_slice(whole).unwrap() {
+            snapshot::SnapshotRecord::<(Entry, i64)>::Whole {
+                covers_through,
+                entries,
+            } => {
+                assert_eq!(covers_through, 3);
+                assert_eq!(entries[0].1, 5);
             }
-        ));
+            other => panic!("not a whole snapshot: {other:?}"),
+        }
     }
 
     #[test]

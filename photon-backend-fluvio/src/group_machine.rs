@@ -98,14 +98,14 @@ pub(crate) enum Outcome {
     Committed(bool),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct MemberEntry {
     name: String,
     partitions: u32,
     expires_ms: i64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Lease {
     /// Empty when released.
     owner: String,
@@ -124,7 +124,7 @@ impl Lease {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct GroupState {
     /// Heartbeats by owner token.
     members: HashMap<String, MemberEntry>,
@@ -168,14 +168,137 @@ fn renew(
 
 /// Members, leases and checkpoints of every group of one port prefix, as of the commands
 /// applied so far.
-#[derive(Debug, Default)]
+///
+/// It serializes as its [`Fact`]s: what a snapshot of the log stores.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<Fact>", from = "Vec<Fact>")]
 pub(crate) struct Machine {
     /// The log clock (ms since the Unix epoch).
     clock_ms: i64,
     groups: HashMap<GroupScope, GroupState>,
 }
 
+/// One piece of a [`Machine`]'s state: a snapshot of the log is a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Fact {
+    /// The log clock.
+    Clock { ms: i64 },
+    /// A member incarnation's last heartbeat.
+    Member {
+        group: String,
+        topic: String,
+        owner: String,
+        name: String,
+        partitions: u32,
+        expires_ms: i64,
+    },
+    /// A partition's lease (also a released one: its epoch and checkpoint stay).
+    Lease {
+        group: String,
+        topic: String,
+        partition: u32,
+        owner: String,
+        epoch: u64,
+        expires_ms: i64,
+        checkpoint: Option<i64>,
+    },
+}
+
+impl From<Machine> for Vec<Fact> {
+    fn from(machine: Machine) -> Self {
+        machine.facts()
+    }
+}
+
+impl From<Vec<Fact>> for Machine {
+    fn from(facts: Vec<Fact>) -> Self {
+        let mut machine = Machine::default();
+        for fact in facts {
+            match fact {
+                Fact::Clock { ms } => machine.clock_ms = machine.clock_ms.max(ms),
+                Fact::Member {
+                    group,
+                    topic,
+                    owner,
+                    name,
+                    partitions,
+                    expires_ms,
+                } => {
+                    let state = machine.groups.entry(GroupScope::new(&group, &topic));
+                    state.or_default().members.insert(
+                        owner,
+                        MemberEntry {
+                            name,
+                            partitions,
+                            expires_ms,
+                        },
+                    );
+                }
+                Fact::Lease {
+                    group,
+                    topic,
+                    partition,
+                    owner,
+                    epoch,
+                    expires_ms,
+                    checkpoint,
+                } => {
+                    let state = machine.groups.entry(GroupScope::new(&group, &topic));
+                    state.or_default().leases.insert(
+                        partition,
+                        Lease {
+                            owner,
+                            epoch,
+                            expires_ms,
+                            checkpoint,
+                        },
+                    );
+                }
+            }
+        }
+        machine
+    }
+}
+
 impl Machine {
+    /// The state that matters from here on, as [`Fact`]s: the clock, every lease (epochs
+    /// and checkpoints must outlive their holders) and the members not yet expired on the
+    /// log clock (an expired one is never listed again: liveness is judged at a time no
+    /// earlier than the log clock, and the clock never goes back). Sorted, so two machines
+    /// with the same state give the same facts.
+    pub(crate) fn facts(&self) -> Vec<Fact> {
+        let mut scopes: Vec<(&GroupScope, &GroupState)> = self.groups.iter().collect();
+        scopes.sort_by(|a, b| (&a.0.group, &a.0.topic).cmp(&(&b.0.group, &b.0.topic)));
+        let mut facts = vec![Fact::Clock { ms: self.clock_ms }];
+        for (scope, state) in scopes {
+            let mut members: Vec<(&String, &MemberEntry)> = state
+                .members
+                .iter()
+                .filter(|(_, entry)| entry.expires_ms > self.clock_ms)
+                .collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            facts.extend(members.into_iter().map(|(owner, entry)| Fact::Member {
+                group: scope.group.clone(),
+                topic: scope.topic.clone(),
+                owner: owner.clone(),
+                name: entry.name.clone(),
+                partitions: entry.partitions,
+                expires_ms: entry.expires_ms,
+            }));
+            facts.extend(state.leases.iter().map(|(partition, lease)| Fact::Lease {
+                group: scope.group.clone(),
+                topic: scope.topic.clone(),
+                partition: *partition,
+                owner: lease.owner.clone(),
+                epoch: lease.epoch,
+                expires_ms: lease.expires_ms,
+                checkpoint: lease.checkpoint,
+            }));
+        }
+        facts
+    }
+
     /// The log clock: the largest writer time applied so far.
     pub(crate) fn clock_ms(&self) -> i64 {
         self.clock_ms
@@ -550,6 +673,158 @@ mod tests {
         assert_eq!(live, vec![(0, true), (1, false), (2, false)]);
         let json = serde_json::to_vec(&batch).unwrap();
         assert_eq!(serde_json::from_slice::<Command>(&json).unwrap(), batch);
+    }
+
+    /// A busy log: heartbeats, acquires, batched renewals, commits, a release, a leave, a
+    /// member that expires, and a second group.
+    fn busy_log() -> Vec<Command> {
+        let mut log = Vec::new();
+        let mut at = 1_000;
+        let mut push = |group: &str, op: Op, log: &mut Vec<Command>| {
+            at += 7;
+            log.push(Command {
+                id: format!("c{at}"),
+                at_ms: at,
+                group: group.into(),
+                topic: "t".into(),
+                op,
+            });
+        };
+        for round in 0..200_u32 {
+            for member in ["a", "b", "c"] {
+                if member == "c" && round > 20 {
+                    continue; // c stops beating and expires
+                }
+                let owner = format!("{member}#1");
+                push(
+                    "g",
+                    Op::Heartbeat {
+                        member: member.into(),
+                        owner: owner.clone(),
+                        partitions: 4,
+                        ttl_ms: 500,
+                    },
+                    &mut log,
+                );
+                let mine = if member == "a" { [0, 1] } else { [2, 3] };
+                for partition in mine {
+                    push(
+                        "g",
+                        Op::Acquire {
+                            partition,
+                            owner: owner.clone(),
+                            ttl_ms: 500,
+                        },
+                        &mut log,
+                    );
+                }
+                push(
+                    "g",
+                    Op::RenewMany {
+                        owner: owner.clone(),
+                        leases: vec![(mine[0], 1), (mine[1], 1)],
+                        ttl_ms: 500,
+                    },
+                    &mut log,
+                );
+                push(
+                    "g",
+                    Op::Commit {
+                        partition: mine[0],
+                        owner,
+                        epoch: 1,
+                        seq: i64::from(round),
+                    },
+                    &mut log,
+                );
+            }
+            push(
+                "h",
+                Op::Acquire {
+                    partition: round % 3,
+                    owner: "x#1".into(),
+                    ttl_ms: 50,
+                },
+                &mut log,
+            );
+        }
+        push(
+            "g",
+            Op::Release {
+                partition: 1,
+                owner: "a#1".into(),
+                epoch: 1,
+            },
+            &mut log,
+        );
+        push(
+            "g",
+            Op::Leave {
+                owner: "b#1".into(),
+            },
+            &mut log,
+        );
+        log
+    }
+
+    #[test]
+    fn a_machine_restored_from_its_facts_decides_as_the_one_that_replayed_everything() {
+        let log = busy_log();
+        for cut in [0, 1, 17, 300, log.len() / 2, log.len()] {
+            let mut replayed = Machine::default();
+            for command in &log[..cut] {
+                replayed.apply(command);
+            }
+            let json = serde_json::to_vec(&replayed).unwrap();
+            let mut restored: Machine = serde_json::from_slice(&json).unwrap();
+            assert_eq!(restored.facts(), replayed.facts(), "cut {cut}");
+            for command in &log[cut..] {
+                assert_eq!(
+                    restored.apply(command),
+                    replayed.apply(command),
+                    "cut {cut}, {command:?}"
+                );
+            }
+            assert_eq!(restored.clock_ms(), replayed.clock_ms());
+            for group in ["g", "h"] {
+                let scope = GroupScope::new(group, "t");
+                let now = replayed.clock_ms();
+                assert_eq!(restored.leases(&scope, now), replayed.leases(&scope, now));
+                assert_eq!(restored.members(&scope, now), replayed.members(&scope, now));
+            }
+        }
+    }
+
+    #[test]
+    fn facts_drop_expired_members_and_keep_every_lease() {
+        let mut machine = Machine::default();
+        for command in busy_log() {
+            machine.apply(&command);
+        }
+        let facts = machine.facts();
+        let members: Vec<&str> = facts
+            .iter()
+            .filter_map(|fact| match fact {
+                Fact::Member { owner, .. } => Some(owner.as_str()),
+                _ => None,
+            })
+            .collect();
+        // c expired long ago, b left; a is live.
+        assert_eq!(members, ["a#1"]);
+        let leases = facts
+            .iter()
+            .filter(|fact| matches!(fact, Fact::Lease { .. }))
+            .count();
+        assert_eq!(leases, 4 + 3);
+        assert_eq!(
+            facts[0],
+            Fact::Clock {
+                ms: machine.clock_ms()
+            }
+        );
+        let g = GroupScope::new("g", "t");
+        assert_eq!(machine.checkpoint(&g, 0), Some(199));
+        assert_eq!(Machine::from(facts).checkpoint(&g, 0), Some(199));
     }
 
     #[test]

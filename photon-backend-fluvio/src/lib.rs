@@ -58,7 +58,7 @@
 //!
 //! - Leases, heartbeats and partition checkpoints are decided by commands appended to the
 //!   one-partition topic `{prefix}-checkpoints-groups`; every port instance replays it from
-//!   the beginning with one reader task and applies it with the same deterministic state
+//!   its newest snapshot with one reader task and applies it with the same deterministic state
 //!   machine, so all instances agree on each lease's owner and epoch. A call returns once
 //!   its own command is applied; a commit under a lease that expired or moved at the
 //!   command's position is refused with `PhotonError::Fenced`. A call not applied within
@@ -66,8 +66,12 @@
 //! - Expiries use the log clock (the largest writer wall-clock time seen in the log): hosts'
 //!   clocks must agree well within a fifth of the lease (the members' safety margin).
 //! - Partitions are key-hash buckets (`GroupOptions::partitions`), also on sharded topics.
-//! - The log is not compacted and its topic keeps every record: each heartbeat period adds
-//!   a few records per member, and a port replays them all the first time it uses a group.
+//! - Fluvio cannot compact: the state machine is snapshotted to
+//!   `{prefix}-checkpoints-groups-snapshot` every 10,000 commands (or 10 minutes of log
+//!   time), the log topic is created with a retention of one day, and a new instance reads
+//!   the newest snapshot and at most about 11,250 records after it, whatever the log's age.
+//!   When retention removed records no snapshot covers, calls fail with
+//!   `PhotonError::Unavailable` naming the topic and the offsets (never an empty state).
 //!
 //! # Connections and failures
 //!
@@ -107,14 +111,18 @@ mod env;
 mod error;
 mod group;
 mod group_machine;
+mod group_snapshot;
 mod layout;
 mod port;
 mod publish;
 mod query;
 mod retention;
+mod snapshot;
 mod socket;
 pub mod stream_shard;
 mod tail;
+#[doc(hidden)]
+pub mod testing;
 mod topic;
 
 pub use config::{

@@ -131,6 +131,12 @@ pub fn groups_topic_name(prefix: &str) -> String {
     format!("{prefix}-checkpoints-groups")
 }
 
+/// The Fluvio topic of the snapshots of the coordination log:
+/// `{prefix}-checkpoints-groups-snapshot`.
+pub fn groups_snapshot_topic_name(prefix: &str) -> String {
+    format!("{prefix}-checkpoints-groups-snapshot")
+}
+
 /// Build a Fluvio-safe durable consumer id for a keyed subscription.
 ///
 /// The id is `d-{stem}--{hash}`: a readable stem of the subscription name and the FNV-1a
