@@ -23,7 +23,7 @@ use photon_core::{Event, PhotonError, StoragePort};
 use photon_runtime::{current_ownership, HandlerOptions, Photon};
 
 use crate::group_processes::{
-    all_steps, assert_order_per_run, handlings, now_ns, one_at_a_time, read_published,
+    all_steps, assert_order_per_run, handlings, now_ns, one_at_a_time, wait_all_handled,
     GroupProcesses, Handling, Log, GROUP, HEARTBEAT, LEASE, TOPIC,
 };
 use crate::process::Spawned;
@@ -143,26 +143,14 @@ impl GroupProcesses {
         }
 
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let published = loop {
-            let (published, done) = read_published(&published_log);
-            let handled = handlings(&all_steps(&self.dir, &names));
-            let ended: HashSet<i64> = handled
-                .iter()
-                .filter(|h| h.end.is_some())
-                .map(|h| h.seq)
-                .collect();
-            if done && published.keys().all(|seq| ended.contains(seq)) {
-                break published;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "only {} of {} published events handled",
-                published.keys().filter(|seq| ended.contains(seq)).count(),
-                published.len()
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        };
+        let published = wait_all_handled(
+            &published_log,
+            &self.dir,
+            &names,
+            Duration::from_secs(120),
+            |h| h.end.is_some(),
+        )
+        .await;
         // A straggling attempt of a given-back event would show up within a handler's time.
         tokio::time::sleep(Duration::from_millis(HANDLE_MS * 3)).await;
         for slot in slots.iter_mut().flatten() {

@@ -221,22 +221,14 @@ impl GroupProcesses {
             members[index] = self.spawn_member(names[index], incarnations[index], 1);
         }
 
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let published = loop {
-            let (published, done) = read_published(&published_log);
-            let handled = handlings(&all_steps(&self.dir, &names));
-            let seen: HashSet<i64> = handled.iter().map(|h| h.seq).collect();
-            if done && published.keys().all(|seq| seen.contains(seq)) {
-                break published;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "only {} of {} published events handled",
-                published.keys().filter(|seq| seen.contains(seq)).count(),
-                published.len()
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        };
+        let published = wait_all_handled(
+            &published_log,
+            &self.dir,
+            &names,
+            Duration::from_secs(90),
+            |_| true,
+        )
+        .await;
         // Give a straggling duplicate the time to show up.
         tokio::time::sleep(Duration::from_millis(500)).await;
         for member in &mut members {
@@ -555,6 +547,40 @@ async fn member(
             }
             Err(err) => panic!("ack failed: {err}"),
         }
+    }
+}
+
+/// Polls the logs (up to `within`) until the publisher is done and every event it stored
+/// has a handling that `counts`; returns what it stored.
+///
+/// # Panics
+/// When `within` passes first, naming how many were handled.
+pub(crate) async fn wait_all_handled(
+    published_log: &Path,
+    dir: &Path,
+    names: &[&str],
+    within: Duration,
+    counts: fn(&Handling) -> bool,
+) -> BTreeMap<i64, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let (published, done) = read_published(published_log);
+        let handled = handlings(&all_steps(dir, names));
+        let seen: HashSet<i64> = handled
+            .iter()
+            .filter(|h| counts(h))
+            .map(|h| h.seq)
+            .collect();
+        if done && published.keys().all(|seq| seen.contains(seq)) {
+            return published;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {} published events handled",
+            published.keys().filter(|seq| seen.contains(seq)).count(),
+            published.len()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
