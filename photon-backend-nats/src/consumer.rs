@@ -257,6 +257,11 @@ impl ShardReader {
                     ))
                 }
             };
+            if let Some(gap) = self.skipped(&message) {
+                if self.sender.send(Err(gap)).await.is_err() {
+                    return Ok(());
+                }
+            }
             let Some(record) = self.record(&message) else {
                 continue;
             };
@@ -300,6 +305,26 @@ impl ShardReader {
             from: photon_seq(next, self.shard, shards),
             to: photon_seq(state.first_sequence, self.shard, shards),
         }))
+    }
+
+    /// The gap in front of `message` when the reader expected an earlier sequence: a
+    /// whole-topic reader sees every sequence of its shard's stream, so a jump means
+    /// retention (or `truncate_before`) removed the messages in between while it read.
+    /// (A keyed reader's sequences jump over other keys; its gaps are found on reopen.)
+    fn skipped(&self, message: &Message) -> Option<PhotonError> {
+        let Start::Seq(next) = self.start else {
+            return None;
+        };
+        let info = message.info().ok()?;
+        if !self.at_position || self.key.is_some() || info.stream_sequence <= next {
+            return None;
+        }
+        let shards = self.port.inner.names.shards();
+        Some(PhotonError::Gap {
+            topic: self.topic.clone(),
+            from: photon_seq(next, self.shard, shards),
+            to: photon_seq(info.stream_sequence, self.shard, shards),
+        })
     }
 
     /// The record of a message, advancing the cursor; `None` for a message already passed.

@@ -221,7 +221,7 @@ fn one_list_of_scenarios() {
     let names: Vec<&str> = photon_testkit::SCENARIOS.iter().map(|s| s.name).collect();
     let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len());
-    assert_eq!(names.len(), 43);
+    assert_eq!(names.len(), 44);
     let gated: Vec<(&str, Vec<photon_testkit::Capability>)> = photon_testkit::SCENARIOS
         .iter()
         .filter(|s| !s.requires.is_empty())
@@ -232,6 +232,7 @@ fn one_list_of_scenarios() {
         gated,
         vec![
             ("gap_after_truncate", vec![Truncate, Replay]),
+            ("gap_while_reading", vec![Truncate]),
             ("checkpoint_reset", vec![CheckpointReset, Replay]),
             ("get_event", vec![GetEvent]),
             ("listing", vec![List]),

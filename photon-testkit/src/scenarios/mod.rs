@@ -70,6 +70,7 @@ macro_rules! __photon_scenarios {
             replay::sharded_resume_loses_nothing [],
             replay::large_replay [],
             replay::gap_after_truncate [Truncate, Replay],
+            replay::gap_while_reading [Truncate],
             replay::checkpoint_reset [CheckpointReset, Replay],
             queries::get_event [GetEvent],
             queries::listing [List],

@@ -570,3 +570,60 @@ pub async fn large_replay(ctx: Context) {
     assert_eq!(got, expected);
     assert_quiet(&mut keyed, Duration::from_millis(200)).await;
 }
+
+/// Retention while a subscriber reads: 2,000 events, a subscriber takes 5, then the events
+/// before the 1,501st are removed. The subscriber goes on with the events it had already
+/// read (in order, none skipped), then gets one `Gap` from the first event it had not read
+/// to the first event kept, then the kept events in order: never a jump without a gap.
+pub async fn gap_while_reading(ctx: Context) {
+    let store = ctx.store().await;
+    let port = store.port().clone();
+    let topic = ctx.topic("gap-live");
+    let mut published = Vec::new();
+    for chunk in 0..20 {
+        let events = (0..100).map(|i| {
+            (
+                topic.as_str(),
+                photon_core::BatchEvent::new(json!({"i": chunk * 100 + i})),
+            )
+        });
+        for appended in store.publish_batch(events).await.unwrap() {
+            published.push(appended.seq);
+        }
+    }
+    let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
+    let first: Vec<i64> = take_exact(&mut stream, 5)
+        .await
+        .into_iter()
+        .map(|item| ok(item).seq)
+        .collect();
+    assert_eq!(first, published[..5]);
+    let bound = published[1500];
+    port.truncate_before(&topic, bound).await.unwrap();
+    let mut next = 5;
+    let mut gap = None;
+    while gap.is_none() || next < 1510 {
+        let item = take_exact(&mut stream, 1).await.remove(0);
+        match item {
+            Ok(event) => {
+                assert_eq!(
+                    event.seq, published[next],
+                    "event {next} expected (gap so far: {gap:?})"
+                );
+                next += 1;
+            }
+            Err(PhotonError::Gap { from, to, .. }) => {
+                assert!(gap.is_none(), "a second gap {from}..{to} after {gap:?}");
+                assert_eq!(
+                    (from, to),
+                    (published[next], bound),
+                    "the gap names what was not read"
+                );
+                gap = Some((from, to));
+                next = 1500;
+            }
+            Err(other) => panic!("unexpected error {other}"),
+        }
+        assert!(next <= 2000, "read past the end");
+    }
+}
