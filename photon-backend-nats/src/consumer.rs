@@ -257,12 +257,22 @@ impl ShardReader {
                     ))
                 }
             };
-            if let Some(gap) = self.skipped(&message) {
+            let info = match message.info() {
+                Ok(info) => info,
+                Err(err) => {
+                    let err = storage("message without JetStream metadata", err);
+                    if self.sender.send(Err(err)).await.is_err() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            };
+            if let Some(gap) = self.skipped(info.stream_sequence) {
                 if self.sender.send(Err(gap)).await.is_err() {
                     return Ok(());
                 }
             }
-            let Some(record) = self.record(&message) else {
+            let Some(record) = self.record(&message, info.stream, info.stream_sequence) else {
                 continue;
             };
             if self.sender.send(record).await.is_err() {
@@ -307,40 +317,41 @@ impl ShardReader {
         }))
     }
 
-    /// The gap in front of `message` when the reader expected an earlier sequence: a
+    /// The gap in front of the message at `stream_sequence` when the reader expected an earlier sequence: a
     /// whole-topic reader sees every sequence of its shard's stream, so a jump means
     /// retention (or `truncate_before`) removed the messages in between while it read.
     /// (A keyed reader's sequences jump over other keys; its gaps are found on reopen.)
-    fn skipped(&self, message: &Message) -> Option<PhotonError> {
+    fn skipped(&self, stream_sequence: u64) -> Option<PhotonError> {
         let Start::Seq(next) = self.start else {
             return None;
         };
-        let info = message.info().ok()?;
-        if !self.at_position || self.key.is_some() || info.stream_sequence <= next {
+        if !self.at_position || self.key.is_some() || stream_sequence <= next {
             return None;
         }
         let shards = self.port.inner.names.shards();
         Some(PhotonError::Gap {
             topic: self.topic.clone(),
             from: photon_seq(next, self.shard, shards),
-            to: photon_seq(info.stream_sequence, self.shard, shards),
+            to: photon_seq(stream_sequence, self.shard, shards),
         })
     }
 
-    /// The record of a message, advancing the cursor; `None` for a message already passed.
-    fn record(&mut self, message: &Message) -> Option<Result<Record>> {
-        let info = match message.info() {
-            Ok(info) => info,
-            Err(err) => return Some(Err(storage("message without JetStream metadata", err))),
-        };
-        if matches!(self.start, Start::Seq(next) if info.stream_sequence < next) {
+    /// The record of a message (at `stream_sequence` of `stream`), advancing the cursor;
+    /// `None` for a message already passed.
+    fn record(
+        &mut self,
+        message: &Message,
+        stream: &str,
+        stream_sequence: u64,
+    ) -> Option<Result<Record>> {
+        if matches!(self.start, Start::Seq(next) if stream_sequence < next) {
             return None;
         }
-        self.start = Start::Seq(info.stream_sequence + 1);
+        self.start = Start::Seq(stream_sequence + 1);
         self.at_position = true;
         let names = &self.port.inner.names;
-        let event_id = codec::event_id(info.stream, info.stream_sequence);
-        let seq = photon_seq(info.stream_sequence, self.shard, names.shards());
+        let event_id = codec::event_id(stream, stream_sequence);
+        let seq = photon_seq(stream_sequence, self.shard, names.shards());
         Some(codec::decode_in(
             &self.topic,
             &message.payload,

@@ -245,6 +245,8 @@ impl Subscription {
 
     /// The lease a group handler's event at `seq` was read under.
     pub(crate) fn ownership(&self, seq: i64) -> Option<Ownership> {
+        // Durable handlers have no lease: no lock on their attempts' path.
+        self.registration.options.group_name()?;
         lock_acks(&self.group_acks)
             .get(&seq)
             .and_then(|ack| ack.ownership())
@@ -472,16 +474,6 @@ enum Finish {
     Abandoned,
     /// A group handler's partition moved to another member before the item started.
     Revoked,
-}
-
-impl From<bool> for Finish {
-    fn from(finished: bool) -> Self {
-        if finished {
-            Self::Done
-        } else {
-            Self::Abandoned
-        }
-    }
 }
 
 /// Runs one item to its end (handled or dead-lettered) and acknowledges what became
