@@ -35,7 +35,8 @@
 //!   [`DEDUP_WINDOW`](crate::DEDUP_WINDOW) records (a retried append stored twice) is
 //!   dropped; see [`crate::dedup`].
 //! - Offsets must follow on without a hole: when Fluvio's stream skips records (a batch
-//!   cut off at a fetch's byte limit), the reader reopens at the first one skipped (see
+//!   cut off at a fetch's byte limit), the reader reopens at the first one skipped; only
+//!   records below the partition's first stored offset count as removed (see
 //!   [`HoleGuard`](crate::query::HoleGuard)).
 //! - A key filter is applied by the reader (Fluvio cannot filter by key server-side
 //!   without a SmartModule); the reader only reads the key's shard.
@@ -54,7 +55,8 @@ use crate::codec::{decode_value, event_id};
 use crate::config::ReplayCursor;
 use crate::dedup::RecentIds;
 use crate::port::FluvioStoragePort;
-use crate::query::{end_offset, open, HoleGuard};
+use crate::query::{end_offset, open, Hole, HoleGuard};
+use crate::retention::topic_config;
 use crate::stream_shard::{first_offset_after, offset_of_seq, seq_of, shard_for_key};
 use crate::tail::{gate_name, TailGate};
 use crate::topic::{durable_consumer_name, ensure_topic, fluvio_topic_name};
@@ -202,7 +204,8 @@ impl FluvioStoragePort {
             let stored = stored.get(&shard).copied();
             async move {
                 let name = fluvio_topic_name(&inner.config.prefix, &request.topic, shard, shards);
-                let created = ensure_topic(&inner.fluvio(), &inner.config, &name).await?;
+                let config = topic_config(&inner.config, &request.topic, false);
+                let created = ensure_topic(&inner.fluvio(), &config, &name).await?;
                 let first = match (inner.config.replay_cursor, stored, request.start) {
                     // A topic created just now holds only events appended after this
                     // subscription started: the tail is its beginning.
@@ -237,7 +240,8 @@ impl FluvioStoragePort {
         let inner = &self.inner;
         let shards = inner.config.shards;
         let name = fluvio_topic_name(&inner.config.prefix, topic, shard, shards);
-        ensure_topic(&inner.fluvio(), &inner.config, &name).await?;
+        let config = topic_config(&inner.config, topic, false);
+        ensure_topic(&inner.fluvio(), &config, &name).await?;
         let end = end_offset(&inner.fluvio(), &name).await?;
         Ok(if end > 0 {
             seq_of(end - 1, shard, shards)
@@ -414,8 +418,22 @@ impl ShardReader {
                     if record.offset() < self.next {
                         continue;
                     }
-                    if self.next > 0 && holes.reopen(self.next, record.offset()) {
-                        return Some(Ended::Skipped);
+                    if record.offset() > self.next {
+                        match holes
+                            .judge(&inner.fluvio(), name, self.next, record.offset())
+                            .await
+                        {
+                            Ok(Hole::Reopen) => return Some(Ended::Skipped),
+                            Ok(Hole::Removed { first }) => {
+                                if !self.skip_to(first, shards).await {
+                                    return None;
+                                }
+                                if record.offset() > first {
+                                    return Some(Ended::Skipped);
+                                }
+                            }
+                            Err(err) => return Some(Ended::Failed(err.to_string())),
+                        }
                     }
                     if !self.skip_to(record.offset(), shards).await {
                         return None;

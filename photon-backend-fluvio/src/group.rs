@@ -95,7 +95,7 @@ use crate::group_snapshot::{
     load_newest, lost_records, snapshot_topic_config, SnapshotState, SNAPSHOT_STAGGER,
 };
 use crate::port::{FluvioStoragePort, Inner};
-use crate::query::{end_offset, open, HoleGuard};
+use crate::query::{end_offset, open, Hole, HoleGuard};
 use crate::topic::{ensure_topic, groups_snapshot_topic_name, groups_topic_name};
 
 /// How long one call may take to reach the log and see it applied.
@@ -773,14 +773,24 @@ async fn follow(
                 if record.offset() < next {
                     continue;
                 }
-                if holes.reopen(next, record.offset()) {
-                    return Ended::Skipped { applied };
-                }
                 if record.offset() > next {
-                    // A hole that stays: never apply past missing commands.
-                    return Ended::Evicted {
-                        first: record.offset(),
+                    let Some(inner) = port.upgrade() else {
+                        return Ended::PortGone;
                     };
+                    // Never apply past missing commands: read them, or recover past them.
+                    match holes
+                        .judge(&inner.fluvio(), name, next, record.offset())
+                        .await
+                    {
+                        Ok(Hole::Reopen) => return Ended::Skipped { applied },
+                        Ok(Hole::Removed { first }) => return Ended::Evicted { first },
+                        Err(err) => {
+                            return Ended::Failed {
+                                cause: err.to_string(),
+                                applied,
+                            }
+                        }
+                    }
                 }
                 let (next, clock) = log.apply(name, &record);
                 log.after_apply(port, next, clock);

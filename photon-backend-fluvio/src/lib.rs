@@ -135,6 +135,7 @@ pub use config::{
 pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
+pub use retention::DEAD_LETTER_RETENTION;
 pub use socket::prompt_connector;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};

@@ -190,6 +190,11 @@ impl StoragePort for FluvioStoragePort {
         self.append_draft(draft).await
     }
 
+    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
+        photon_core::validate_topic_name(topic)?;
+        self.keep_dead_letters(topic).await
+    }
+
     fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
         self.open_subscription(request)
     }

@@ -37,6 +37,7 @@ use crate::codec::{encode_value, event_id};
 use crate::config::FluvioConfig;
 use crate::error::unavailable;
 use crate::port::{FluvioStoragePort, Inner};
+use crate::retention::topic_config;
 use crate::stream_shard::{seq_of, shard_for_key};
 use crate::topic::{fluvio_topic_name, retry_not_found, OpenProducer};
 
@@ -188,9 +189,10 @@ impl FluvioStoragePort {
             Some(open) => open,
             None => {
                 self.check_layout(&draft.topic_name).await?;
+                let config = topic_config(&inner.config, &draft.topic_name, false);
                 inner
                     .topics
-                    .producer(|| inner.fluvio(), &inner.config, &name)
+                    .producer(|| inner.fluvio(), &config, &name)
                     .await?
             }
         };

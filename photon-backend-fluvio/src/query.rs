@@ -24,29 +24,61 @@ pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
 /// How long a bounded read may take.
 pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Reopens at one offset before a hole there is taken as real.
-const REOPENS_PER_HOLE: u32 = 3;
+/// Reopens at one offset, while the partition still holds it, before the reader gives up
+/// (an error: it reopens later on its own terms, never skipping the records).
+const REOPENS_PER_HOLE: u32 = 10;
 
 /// Fluvio's consumer stream can leave out the records of a batch that a fetch's
 /// `max_bytes` cut off: the next record then comes after a hole, although the partition
 /// holds every offset (seen here as 8 to 45 records missing at each 8 MiB of a replay;
 /// reopening the stream at the first missing offset reads them). Every reader of this
-/// port checks that offsets follow on without a hole and reopens at the first missing one
-/// when they do not. A hole still there after [`REOPENS_PER_HOLE`] reopens at the same
-/// offset is handed on as real; records removed by retention come as `OffsetEvicted`
-/// instead.
+/// port checks that offsets follow on without a hole, and when they do not, asks the
+/// partition for its first stored offset: records below it are really gone (retention
+/// removed them: [`Hole::Removed`]); otherwise the fetch skipped them and the reader
+/// reopens at the first missing one ([`Hole::Reopen`]). A hole is never taken as removed
+/// records because it persists.
 #[derive(Debug, Default)]
 pub(crate) struct HoleGuard {
     at: i64,
     reopened: u32,
 }
 
+/// What a reader expecting one offset does about a record that came at a later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hole {
+    /// The partition still holds the expected offset: the fetch skipped it, reopen there.
+    Reopen,
+    /// Retention removed the records before `first`, the partition's first stored offset.
+    Removed {
+        /// The first offset the partition holds.
+        first: i64,
+    },
+}
+
 impl HoleGuard {
-    /// Whether the reader, expecting offset `next`, should reopen its stream there because
-    /// the record at `offset` comes after a hole.
-    pub(crate) fn reopen(&mut self, next: i64, offset: i64) -> bool {
-        if offset <= next {
-            return false;
+    /// Judges the hole between `next`, the offset the reader expects, and `offset`, the
+    /// record that came instead (`offset > next`), by reading the partition's first stored
+    /// offset.
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the first offset cannot be read, or when the
+    /// fetch kept skipping the held offset `next` through [`REOPENS_PER_HOLE`] reopens.
+    pub(crate) async fn judge(
+        &mut self,
+        fluvio: &Fluvio,
+        topic: &str,
+        next: i64,
+        offset: i64,
+    ) -> Result<Hole> {
+        let first = first_offset(fluvio, topic).await?;
+        self.verdict(topic, next, offset, first.unwrap_or(offset))
+    }
+
+    /// The verdict of [`HoleGuard::judge`] once the partition's `first` stored offset is known.
+    fn verdict(&mut self, topic: &str, next: i64, offset: i64, first: i64) -> Result<Hole> {
+        if first > next {
+            self.reopened = 0;
+            return Ok(Hole::Removed { first });
         }
         if self.at != next {
             self.at = next;
@@ -54,7 +86,15 @@ impl HoleGuard {
         }
         self.reopened += 1;
         if self.reopened > REOPENS_PER_HOLE {
-            return false;
+            return Err(PhotonError::Unavailable {
+                backend: crate::error::LABEL,
+                message: format!(
+                    "reads of {topic} skip offsets {next} to {} although the partition holds \
+                     them (first stored offset {first}), after {REOPENS_PER_HOLE} reopens",
+                    offset - 1
+                ),
+                source: None,
+            });
         }
         tracing::debug!(
             port = "fluvio",
@@ -62,7 +102,24 @@ impl HoleGuard {
             offset,
             "the fetch skipped records; reopening at the first missing offset"
         );
-        true
+        Ok(Hole::Reopen)
+    }
+}
+
+/// The first offset `topic`'s partition still holds, `None` when it holds none.
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] when the partition cannot be read.
+pub(crate) async fn first_offset(fluvio: &Fluvio, topic: &str) -> Result<Option<i64>> {
+    let mut stream = open(fluvio, topic, Offset::beginning(), false).await?;
+    match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
+        Ok(Some(Ok(record))) => Ok(Some(record.offset())),
+        Ok(None) => Ok(None),
+        Ok(Some(Err(code))) => Err(unavailable(
+            format!("cannot read the first offset of {topic}"),
+            code,
+        )),
+        Err(_) => Err(timeout(topic)),
     }
 }
 
@@ -166,9 +223,24 @@ pub(crate) async fn read_range(
                 if record.offset() < next {
                     continue;
                 }
-                if holes.reopen(next, record.offset()) {
-                    stream = open_at(fluvio, topic, next).await?;
-                    continue;
+                if record.offset() > next {
+                    match holes.judge(fluvio, topic, next, record.offset()).await? {
+                        Hole::Reopen => {
+                            stream = open_at(fluvio, topic, next).await?;
+                            continue;
+                        }
+                        Hole::Removed { first } => {
+                            return Err(PhotonError::Unavailable {
+                                backend: crate::error::LABEL,
+                                message: format!(
+                                    "{topic} no longer holds offsets {next} to {}: retention \
+                                     removed them",
+                                    first - 1
+                                ),
+                                source: None,
+                            })
+                        }
+                    }
                 }
                 fold(&record);
                 next = record.offset() + 1;
@@ -251,24 +323,48 @@ fn timeout(topic: &str) -> PhotonError {
 
 #[cfg(test)]
 mod tests {
-    use super::HoleGuard;
+    use super::*;
 
     #[test]
-    fn records_that_follow_on_never_reopen() {
+    fn a_held_offset_is_reopened_never_taken_as_removed() {
         let mut holes = HoleGuard::default();
-        assert!(!holes.reopen(0, 0));
-        assert!(!holes.reopen(5, 5));
-        assert!(!holes.reopen(5, 3));
+        for _ in 0..REOPENS_PER_HOLE {
+            assert_eq!(holes.verdict("t", 10, 20, 0).unwrap(), Hole::Reopen);
+        }
+        // A hole that persists while the partition holds its records is an error (the
+        // reader reopens later), never a gap.
+        let stuck = holes.verdict("t", 10, 20, 0).unwrap_err();
+        assert!(matches!(stuck, PhotonError::Unavailable { .. }), "{stuck}");
+        assert!(
+            stuck.to_string().contains("skip offsets 10 to 19"),
+            "{stuck}"
+        );
+        // A hole at another offset gets its own reopens.
+        assert_eq!(holes.verdict("t", 11, 20, 0).unwrap(), Hole::Reopen);
     }
 
     #[test]
-    fn a_hole_is_reopened_three_times_then_handed_on() {
+    fn a_reader_at_the_beginning_is_checked_too() {
+        let mut holes = HoleGuard::default();
+        // Expecting offset 0 while offset 0 is held: the fetch skipped it.
+        assert_eq!(holes.verdict("t", 0, 7, 0).unwrap(), Hole::Reopen);
+        // Expecting 0 while the partition starts at 5: removed up to 5.
+        assert_eq!(
+            holes.verdict("t", 0, 7, 5).unwrap(),
+            Hole::Removed { first: 5 }
+        );
+    }
+
+    #[test]
+    fn records_below_the_first_stored_offset_are_removed() {
         let mut holes = HoleGuard::default();
         assert_eq!(
-            (0..4).map(|_| holes.reopen(100, 108)).collect::<Vec<_>>(),
-            [true, true, true, false]
+            holes.verdict("t", 10, 20, 20).unwrap(),
+            Hole::Removed { first: 20 }
         );
-        // A hole at another offset gets its own reopens.
-        assert!(holes.reopen(200, 230));
+        assert_eq!(
+            holes.verdict("t", 10, 30, 20).unwrap(),
+            Hole::Removed { first: 20 }
+        );
     }
 }

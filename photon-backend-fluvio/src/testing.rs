@@ -8,7 +8,7 @@ pub use crate::group::GroupLogStats;
 pub const GROUP_SNAPSHOT_EVERY: i64 = crate::group_snapshot::SNAPSHOT_EVERY;
 /// Upper bound (excluded) of an instance's extra records before it writes a snapshot.
 pub const GROUP_SNAPSHOT_STAGGER: i64 = crate::group_snapshot::SNAPSHOT_STAGGER;
-pub use crate::topic::{groups_snapshot_topic_name, groups_topic_name};
+pub use crate::topic::{fluvio_topic_name, groups_snapshot_topic_name, groups_topic_name};
 
 /// A command of the group coordination log as this port writes it (JSON), with a fresh id.
 fn record(at_ms: i64, group: &str, topic: &str, op: Op) -> Vec<u8> {

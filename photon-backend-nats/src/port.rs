@@ -322,6 +322,12 @@ impl StoragePort for NatsStoragePort {
         self.purge_before(topic, before_seq).await
     }
 
+    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
+        photon_core::validate_topic_name(topic)?;
+        let inner = &self.inner;
+        inner.streams.keep_dead_letters(&inner.names, topic).await
+    }
+
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
         // The lowest shard position: resuming every shard after it loses nothing (see
         // `photon_core::shard::resume_seq`); durable subscriptions resume shard by shard.

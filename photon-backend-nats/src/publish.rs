@@ -103,11 +103,13 @@ impl NatsStoragePort {
 
     /// Appends a batch with sync ack: up to `max_in_flight` messages are sent without
     /// waiting, then their acks are awaited in order, so that a batch pays about one round
-    /// trip per window instead of one per event. From the first message whose send or ack
-    /// fails, the rest go one by one as [`NatsStoragePort::publish`] sends them (the
-    /// server drops, by `Nats-Msg-Id`, a message it stored already), so the result is what
-    /// appending each in turn gives. With sync ack off every append returns once sent, and
-    /// the batch is appended in turn.
+    /// trip per window instead of one per event. When a message of a window fails, the
+    /// window's other acks are awaited too, and the failed messages go again one by one as
+    /// [`NatsStoragePort::publish`] sends them (the server drops, by `Nats-Msg-Id`, a
+    /// message it stored already), in batch order, then the rest of the batch; a failed
+    /// message is not sent again when a later message of its key in the window is stored
+    /// (it would be stored after it): the batch stops there. With sync ack off every
+    /// append returns once sent, and the batch is appended in turn.
     ///
     /// # Errors
     /// As [`photon_core::port::append_each`].
@@ -124,27 +126,53 @@ impl NatsStoragePort {
             if chunk.is_empty() {
                 return Ok(stored);
             }
-            let acked = self.pipeline(&chunk).await?;
-            let leading = acked.len();
-            stored.extend(acked);
-            if leading < chunk.len() {
-                for draft in chunk.into_iter().skip(leading).chain(rest) {
-                    match self.publish(draft).await {
-                        Ok(appended) => stored.push(appended),
-                        Err(error) => {
-                            return Err(PhotonError::batch_incomplete(stored, events, error))
-                        }
-                    }
-                }
-                return Ok(stored);
+            let sent = self.pipeline(&chunk).await?;
+            if sent.iter().all(|sent| matches!(sent, Sent::Acked(_))) {
+                stored.extend(sent.into_iter().filter_map(Sent::acked));
+                continue;
             }
+            let keys: Vec<(&str, Option<&str>)> = chunk
+                .iter()
+                .map(|draft| (draft.topic_name.as_str(), draft.topic_key.as_deref()))
+                .collect();
+            let acked: Vec<bool> = sent
+                .iter()
+                .map(|sent| matches!(sent, Sent::Acked(_)))
+                .collect();
+            let resendable = resendable_until(&keys, &acked);
+            for (index, (draft, sent)) in chunk.into_iter().zip(sent).enumerate() {
+                let result = match sent {
+                    Sent::Acked(appended) => Ok(appended),
+                    Sent::Failed(error) if index >= resendable => Err(unavailable(
+                        format!(
+                            "publish to topic {:?} (envelope {}) failed and a later event of \
+                             its key in the batch is stored: sending it again would store \
+                             it after that one",
+                            draft.topic_name, draft.envelope_id
+                        ),
+                        error,
+                    )),
+                    Sent::Failed(_) | Sent::Unsent => self.publish(draft).await,
+                };
+                match result {
+                    Ok(appended) => stored.push(appended),
+                    Err(error) => return Err(PhotonError::batch_incomplete(stored, events, error)),
+                }
+            }
+            for draft in rest {
+                match self.publish(draft).await {
+                    Ok(appended) => stored.push(appended),
+                    Err(error) => return Err(PhotonError::batch_incomplete(stored, events, error)),
+                }
+            }
+            return Ok(stored);
         }
     }
 
     /// Sends every draft of `chunk` (at most `max_in_flight`) under one grant of permits,
-    /// then awaits their acks in send order; returns the leading acknowledged events: all,
-    /// unless a send or an ack failed.
-    async fn pipeline(&self, chunk: &[RecordDraft]) -> Result<Vec<Appended>> {
+    /// up to the first send that fails, then awaits every sent message's ack in send
+    /// order; returns what became of each draft.
+    async fn pipeline(&self, chunk: &[RecordDraft]) -> Result<Vec<Sent>> {
         let publisher = &self.inner.publisher;
         // One grant for the whole window: two batches taking permits one at a time could
         // each hold part of them and wait for the other forever.
@@ -170,18 +198,19 @@ impl NatsStoragePort {
                 }
             }
         }
-        let mut acked = Vec::with_capacity(pending.len());
+        let mut outcomes = Vec::with_capacity(chunk.len());
         for (ack, shard) in pending {
-            match ack.await {
-                Ok(ack) => acked.push(self.appended(&ack, shard)),
+            outcomes.push(match ack.await {
+                Ok(ack) => Sent::Acked(self.appended(&ack, shard)),
                 Err(error) => {
                     tracing::debug!(port = "nats", %error, "batch ack failed; going on one by one");
-                    break;
+                    Sent::Failed(error.into())
                 }
-            }
+            });
         }
+        outcomes.resize_with(chunk.len(), || Sent::Unsent);
         drop(permits);
-        Ok(acked)
+        Ok(outcomes)
     }
 
     /// Sends one message (opening its stream when needed) without waiting for its ack.
@@ -254,6 +283,37 @@ impl NatsStoragePort {
     }
 }
 
+/// What became of one message of a pipelined window.
+enum Sent {
+    /// Stored, at this position.
+    Acked(Appended),
+    /// Sent, but its ack failed: it may or may not be stored.
+    Failed(photon_core::BoxError),
+    /// Not sent: an earlier send of the window failed.
+    Unsent,
+}
+
+impl Sent {
+    fn acked(self) -> Option<Appended> {
+        match self {
+            Self::Acked(appended) => Some(appended),
+            Self::Failed(_) | Self::Unsent => None,
+        }
+    }
+}
+
+/// The index of the first message of a window that must not be sent again: one that was
+/// not acknowledged while a later message of its `(topic, key)` was (sending it again
+/// would store it after that one). The window's length when there is none.
+fn resendable_until(keys: &[(&str, Option<&str>)], acked: &[bool]) -> usize {
+    (0..keys.len())
+        .find(|&index| {
+            !acked[index]
+                && (index + 1..keys.len()).any(|later| acked[later] && keys[later] == keys[index])
+        })
+        .unwrap_or(keys.len())
+}
+
 /// A draft as a message: subject, shard, encoded body and mirrored headers.
 struct Outgoing {
     subject: String,
@@ -291,5 +351,26 @@ fn publish_error(
             format!("{what} failed; retrying the same draft is deduplicated"),
             source,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resendable_until;
+
+    #[test]
+    fn a_failed_message_is_not_sent_again_after_a_stored_one_of_its_key() {
+        let keys = [("t", Some("a")), ("t", Some("a")), ("t", Some("b"))];
+        // The first failed, the second (same key) is stored: sending the first again
+        // would put it after the second.
+        assert_eq!(resendable_until(&keys, &[false, true, true]), 0);
+        // Another key's stored message does not stop it.
+        let keys = [("t", Some("a")), ("t", Some("b")), ("t", Some("a"))];
+        assert_eq!(resendable_until(&keys, &[false, true, false]), 3);
+        // Unkeyed events of one topic are one key; another topic's are not.
+        let keys = [("t", None), ("u", None), ("t", None)];
+        assert_eq!(resendable_until(&keys, &[true, false, true]), 3);
+        assert_eq!(resendable_until(&keys, &[false, true, true]), 0);
+        assert_eq!(resendable_until(&keys, &[true, true, true]), 3);
     }
 }

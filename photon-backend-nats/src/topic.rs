@@ -248,6 +248,47 @@ impl Streams {
         } else {
             &self.template
         };
+        self.shard_stream(names, topic, shard, template).await
+    }
+
+    /// Makes every shard stream of `topic` keep its messages as dead-letter streams do:
+    /// a missing one is created from the dead-letter template, an existing one loses the
+    /// age and size limits the template does not have.
+    ///
+    /// # Errors
+    /// As [`Streams::topic_stream`]; [`photon_core::PhotonError::Unavailable`] when the
+    /// server does not take the new limits.
+    pub(crate) async fn keep_dead_letters(&self, names: &Names, topic: &str) -> Result<()> {
+        let kept = &self.dead_letter_template;
+        for shard in 0..self.shards {
+            let stream = self.shard_stream(names, topic, shard, kept).await?;
+            let current = &stream.cached_info().config;
+            if current.max_age == kept.max_age && current.max_bytes == kept.max_bytes {
+                continue;
+            }
+            let config = stream::Config {
+                max_age: kept.max_age,
+                max_bytes: kept.max_bytes,
+                ..current.clone()
+            };
+            self.context.update_stream(config).await.map_err(|err| {
+                unavailable(
+                    format!("cannot lift the retention limits of dead-letter topic {topic:?}"),
+                    err,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The stream of a topic shard, created from `template` if missing.
+    async fn shard_stream(
+        &self,
+        names: &Names,
+        topic: &str,
+        shard: u32,
+        template: &stream::Config,
+    ) -> Result<Arc<stream::Stream>> {
         let create = |shard: u32| stream::Config {
             subjects: vec![names.stream_subjects(topic, shard)],
             description: Some(format!("{LAYOUT_MARK}{}", self.shards)),

@@ -54,6 +54,24 @@ async fn dead_letter_topics_keep_everything_unless_asked() {
         (Duration::ZERO, -1)
     );
 
+    // Another suffix: a topic marked before its first letter is created kept; one that
+    // already exists with the limits loses them.
+    port.declare_dead_letter_topic("orders.failed")
+        .await
+        .unwrap();
+    port.append(draft("orders.failed")).await.unwrap();
+    assert_eq!(
+        limits(&port, &format!("{prefix}_orders_dfailed_0")).await,
+        (Duration::ZERO, -1)
+    );
+    port.append(draft("payments.failed")).await.unwrap();
+    let stream = format!("{prefix}_payments_dfailed_0");
+    assert_eq!(limits(&port, &stream).await, (day, 1 << 30));
+    port.declare_dead_letter_topic("payments.failed")
+        .await
+        .unwrap();
+    assert_eq!(limits(&port, &stream).await, (Duration::ZERO, -1));
+
     let asked = factory
         .builder()
         .retention_max_age(day)

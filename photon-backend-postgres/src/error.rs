@@ -114,13 +114,16 @@ pub(crate) enum BatchError {
     /// Another transaction stored one of the batch's event ids after the batch looked for
     /// them: running the batch again finds it stored.
     Raced,
+    /// The connection broke after a `COMMIT` of the batch was sent: the server may have
+    /// committed it. Holds the last attempt's error.
+    Unknown(Box<BatchError>),
 }
 
 impl BatchError {
     /// Whether running the batch again may succeed.
     pub(crate) fn is_transient(&self) -> bool {
         match self {
-            Self::Pool(_) | Self::Raced => true,
+            Self::Pool(_) | Self::Raced | Self::Unknown(_) => true,
             Self::Db(error) => is_transient(error),
         }
     }
@@ -142,6 +145,11 @@ impl std::fmt::Display for BatchError {
             Self::Pool(error) => write!(f, "no connection: {error}"),
             Self::Db(error) => f.write_str(&describe(error)),
             Self::Raced => f.write_str("another transaction stored the same event id"),
+            Self::Unknown(last) => write!(
+                f,
+                "the connection broke after a commit was sent, so it may have been applied \
+                 (last attempt: {last})"
+            ),
         }
     }
 }

@@ -251,6 +251,10 @@ impl StoragePort for PostgresStoragePort {
         self.truncate(topic, before_seq).await
     }
 
+    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
+        self.declare_dead_letters(topic).await
+    }
+
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
         self.load(key).await
     }

@@ -10,7 +10,8 @@
 //! (`reset_checkpoint(key, None)`), or it holds back its topic's sweep. `truncate_before`
 //! is an operator's explicit cut and ignores checkpoints; a subscriber whose next seq it
 //! deleted gets one [`photon_core::PhotonError::Gap`] (see `gap.rs`). Dead-letter topics
-//! (`*.dlq`) are swept only when `retention_dead_letters` is set.
+//! (`*.dlq`, and those marked by `declare_dead_letter_topic`, stored in
+//! `dead_letter_topics`) are swept only when `retention_dead_letters` is set.
 
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use photon_core::Result;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::PostgresConfig;
-use crate::error::{describe, writer_gone};
+use crate::error::{describe, pg_error, writer_gone};
 use crate::port::PostgresStoragePort;
 use crate::writer::Command;
 
@@ -33,6 +34,26 @@ impl PostgresStoragePort {
             reply,
         })?;
         answer.await.map_err(|_| writer_gone())?
+    }
+
+    /// Marks `topic` as a dead-letter topic (idempotent).
+    pub(crate) async fn declare_dead_letters(&self, topic: &str) -> Result<()> {
+        let failed = |e| pg_error(&format!("mark topic {topic:?} as a dead-letter topic"), e);
+        let client = self.pool().get().await.map_err(|e| {
+            photon_core::PhotonError::unavailable(
+                crate::error::LABEL,
+                format!("no connection to mark topic {topic:?} as a dead-letter topic"),
+                e,
+            )
+        })?;
+        client
+            .execute(
+                "INSERT INTO dead_letter_topics (name) VALUES ($1) ON CONFLICT DO NOTHING",
+                &[&topic],
+            )
+            .await
+            .map_err(failed)?;
+        Ok(())
     }
 }
 
@@ -107,6 +128,7 @@ pub(crate) async fn sweep(
                          ORDER BY seq LIMIT 1), t.last_seq + 1), \
                least((SELECT min(seq) FROM checkpoints c WHERE c.topic = t.name), \
                      (SELECT min(coalesce(seq, 0)) FROM group_partitions g WHERE g.topic = t.name)) + 1 \
+             , EXISTS (SELECT 1 FROM dead_letter_topics d WHERE d.name = t.name) \
              FROM topics t ORDER BY t.name",
         )
         .await?;
@@ -119,7 +141,8 @@ pub(crate) async fn sweep(
     let mut deleted = 0;
     for row in rows {
         let name: String = row.try_get(0)?;
-        if !config.retention_dead_letters && photon_core::is_dead_letter_topic(&name) {
+        let marked: bool = row.try_get(5)?;
+        if !config.retention_dead_letters && (marked || photon_core::is_dead_letter_topic(&name)) {
             continue;
         }
         let head: Option<i64> = row.try_get(2)?;

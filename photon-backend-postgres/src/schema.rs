@@ -67,6 +67,9 @@ CREATE TABLE IF NOT EXISTS {schema}.group_partitions (
     seq        BIGINT,
     PRIMARY KEY (grp, topic, part)
 );
+CREATE TABLE IF NOT EXISTS {schema}.dead_letter_topics (
+    name TEXT PRIMARY KEY
+);
 "
     )
 }

@@ -45,6 +45,10 @@ use photon_core::wake::CommitWakers;
 const ATTEMPTS: u32 = 4;
 /// Pause before the second attempt; doubled for each later one.
 const FIRST_PAUSE: Duration = Duration::from_millis(20);
+
+/// Longest time a lane spends finding out whether a commit that lost its connection was
+/// applied, before it answers that it cannot tell.
+const SETTLE_WAIT: Duration = Duration::from_secs(10);
 /// Longest wait for the callers of the previous commit to send again (see
 /// [`Writer::gather`]): small beside a commit, which waits for the server's WAL flush.
 const GROUP_COMMIT_WAIT: Duration = Duration::from_micros(500);
@@ -267,6 +271,7 @@ impl Writer {
     async fn execute(&self, batch: Vec<Command>) {
         match self.attempt(&batch).await {
             Ok(applied) => self.answer(batch, applied),
+            Err(error @ BatchError::Unknown(_)) => self.settle(batch, &error).await,
             Err(error) if batch.len() > 1 && !error.is_transient() => {
                 tracing::warn!(%error, commands = batch.len(), "postgres batch failed; retrying its commands one by one");
                 for command in batch {
@@ -286,16 +291,125 @@ impl Writer {
     async fn attempt(&self, batch: &[Command]) -> std::result::Result<Applied, BatchError> {
         let mut pause = FIRST_PAUSE;
         let mut attempt = 1;
+        // Whether an earlier attempt's commit may have been applied: running the batch
+        // again then finds its events by id, and failing for good must not say "none stored".
+        let mut unknown = false;
         loop {
             match apply(&self.pool, &self.channel, batch).await {
                 Err(error) if error.retry_here() && attempt < ATTEMPTS => {
                     tracing::debug!(%error, attempt, "postgres batch failed; trying again");
+                    unknown |= matches!(error, BatchError::Unknown(_));
                     tokio::time::sleep(pause).await;
                     pause *= 2;
                     attempt += 1;
                 }
+                Err(error) if unknown && !matches!(error, BatchError::Unknown(_)) => {
+                    return Err(BatchError::Unknown(Box::new(error)))
+                }
                 result => return result,
             }
+        }
+    }
+
+    /// Answers a batch whose commit may have been applied although every attempt failed:
+    /// looks its appends up by event id (each command's events are stored all or none, in
+    /// one transaction) until the server answers or [`SETTLE_WAIT`] has passed. Stored
+    /// appends are answered with their seqs, the others fail; when the lookup cannot be
+    /// made, every command fails saying that its events may be stored.
+    async fn settle(&self, batch: Vec<Command>, error: &BatchError) {
+        let ids: Vec<&str> = batch
+            .iter()
+            .flat_map(|command| match command {
+                Command::Append { row, .. } => std::slice::from_ref(row),
+                Command::AppendBatch { rows, .. } => rows.as_slice(),
+                _ => &[],
+            })
+            .map(|row| row.event_id.as_str())
+            .collect();
+        let found = match self.look_up(&ids).await {
+            Ok(found) => found,
+            Err(lookup) => {
+                let cause = format!("{error}; looking the events up failed too ({lookup})");
+                for command in batch {
+                    fail_unsettled(command, &cause);
+                }
+                return;
+            }
+        };
+        let cause = error.to_string();
+        let seq_of = |row: &PendingRow| {
+            found.get(&row.event_id).map(|&seq| Appended {
+                event_id: row.event_id.clone(),
+                seq,
+            })
+        };
+        for command in batch {
+            match command {
+                Command::Append { row, reply } => match seq_of(&row) {
+                    Some(appended) => {
+                        self.heads.committed(&row.topic);
+                        let _ = reply.send(Ok(appended));
+                    }
+                    None => fail(Command::Append { row, reply }, true, &cause),
+                },
+                Command::AppendBatch {
+                    rows,
+                    reply,
+                    across,
+                } => match rows.iter().map(seq_of).collect::<Option<Vec<_>>>() {
+                    Some(appended) => {
+                        for row in &rows {
+                            self.heads.committed(&row.topic);
+                        }
+                        let _ = reply.send(Ok(appended));
+                    }
+                    None => fail(
+                        Command::AppendBatch {
+                            rows,
+                            reply,
+                            across,
+                        },
+                        true,
+                        &cause,
+                    ),
+                },
+                // Checkpoint writes and truncations are idempotent: the caller runs them
+                // again; a head read is a read.
+                other => fail(other, true, &cause),
+            }
+        }
+    }
+
+    /// The stored seqs of `ids`, asking until the server answers or [`SETTLE_WAIT`] passed.
+    async fn look_up(&self, ids: &[&str]) -> std::result::Result<HashMap<String, i64>, BatchError> {
+        let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let error = match self.pool.get().await {
+                Ok(client) => match client
+                    .query(
+                        "SELECT event_id, seq FROM events WHERE event_id = ANY($1)",
+                        &[&ids],
+                    )
+                    .await
+                {
+                    Ok(rows) => {
+                        return rows
+                            .iter()
+                            .map(|row| -> std::result::Result<(String, i64), BatchError> {
+                                Ok((row.try_get(0)?, row.try_get(1)?))
+                            })
+                            .collect()
+                    }
+                    Err(error) => BatchError::Db(error),
+                },
+                Err(error) => BatchError::Pool(error),
+            };
+            if !error.is_transient() || tokio::time::Instant::now() + pause > deadline {
+                return Err(error);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
@@ -392,7 +506,14 @@ async fn apply(
             .await?;
         transaction.execute(&notify, &[&channel, &appended]).await?;
     }
-    transaction.commit().await?;
+    transaction.commit().await.map_err(|error| {
+        // No answer from the server: the commit may have been applied.
+        if error.code().is_none() {
+            BatchError::Unknown(Box::new(BatchError::Db(error)))
+        } else {
+            BatchError::Db(error)
+        }
+    })?;
     Ok((outcomes, appended))
 }
 
@@ -461,6 +582,27 @@ fn fail_all(batch: Vec<Command>, error: &BatchError) {
     let cause = error.to_string();
     for command in batch {
         fail(command, transient, &cause);
+    }
+}
+
+/// Fails a command whose events may or may not be stored.
+fn fail_unsettled(command: Command, cause: &str) {
+    let error = |what: String| -> PhotonError { shared_failure(&what, true, cause) };
+    match command {
+        Command::Append { reply, row } => {
+            let _ = reply.send(Err(error(format!(
+                "tell whether the append to topic {:?} (event {}) is stored",
+                row.topic, row.event_id
+            ))));
+        }
+        Command::AppendBatch { reply, rows, .. } => {
+            let _ = reply.send(Err(error(format!(
+                "tell whether a batch of {} events (first event {}) is stored: all or none are",
+                rows.len(),
+                rows.first().map_or("", |row| row.event_id.as_str())
+            ))));
+        }
+        other => fail(other, true, cause),
     }
 }
 

@@ -226,7 +226,9 @@ async fn retention_keeps_what_checkpoints_still_need() {
     let publisher = store(port.clone());
     let held = CheckpointKey::new("billing", "held", None);
     port.commit_checkpoint(&held, 40).await.unwrap();
-    for topic in ["held", "free", "held.dlq"] {
+    // A dead-letter topic of another suffix is kept once marked.
+    port.declare_dead_letter_topic("held.failed").await.unwrap();
+    for topic in ["held", "free", "held.dlq", "held.failed"] {
         for i in 0..100 {
             publisher
                 .publish(topic, None, json!(null), json!({ "i": i }))
@@ -241,8 +243,17 @@ async fn retention_keeps_what_checkpoints_still_need() {
         stored(&port, "held.dlq").await,
         (1..=100).collect::<Vec<i64>>()
     );
+    assert_eq!(
+        stored(&port, "held.failed").await,
+        (1..=100).collect::<Vec<i64>>()
+    );
     port.reset_checkpoint(&held, None).await.unwrap();
     until_stored(&port, "held", (91..=100).collect()).await;
+    // Passes over every topic ran since: the marked topic is still whole.
+    assert_eq!(
+        stored(&port, "held.failed").await,
+        (1..=100).collect::<Vec<i64>>()
+    );
     // Deleting keeps the seqs: the next append continues.
     let next = publisher
         .publish("held", None, json!(null), json!("next"))

@@ -25,7 +25,6 @@ use photon_core::{PhotonError, RecordStream, Result, StartAt, SubscribeRequest};
 use tokio::sync::oneshot;
 
 use crate::error::writer_gone;
-use crate::gap;
 use crate::page;
 use crate::port::{Inner, SqliteStoragePort};
 use crate::reader::Readers;
@@ -88,11 +87,7 @@ impl PageSource for Source {
         let limit = self.page_size;
         self.readers
             .read(move |connection| {
-                if let Some((from, to)) = gap::find_gap(connection, &topic, after)? {
-                    return Ok(PageRead::Gap { from, to });
-                }
-                page::read_page(connection, &topic, key.as_deref(), after, limit)
-                    .map(PageRead::Page)
+                page::read_after(connection, &topic, key.as_deref(), after, limit)
             })
             .await
     }

@@ -4,7 +4,8 @@
 //! Deleting never changes seqs: a topic's next seq continues from its last assigned one.
 //! The sweep does not look at checkpoints: a subscriber whose next seq it deleted gets a
 //! [`photon_core::PhotonError::Gap`] naming the deleted range (see `gap.rs`), never a
-//! silent jump. Dead-letter topics (`*.dlq`) are swept only when
+//! silent jump. Dead-letter topics (`*.dlq`, and those marked by
+//! `declare_dead_letter_topic`, stored in `dead_letter_topics`) are swept only when
 //! `retention_dead_letters` is set.
 //! The age sweep deletes a topic's oldest records up to the first one younger than the
 //! limit (walking the topic in seq order, so its cost is the number of records it deletes).
@@ -32,6 +33,34 @@ impl SqliteStoragePort {
         })?;
         answer.await.map_err(|_| writer_gone())?
     }
+
+    /// Marks `topic` as a dead-letter topic and waits for the commit.
+    pub(crate) async fn declare_dead_letters(&self, topic: &str) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::DeclareDeadLetters {
+            topic: topic.to_owned(),
+            reply,
+        })?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+}
+
+/// Records `topic` as a dead-letter topic, inside the writer's transaction.
+pub(crate) fn declare_dead_letters(connection: &Connection, topic: &str) -> rusqlite::Result<()> {
+    connection
+        .prepare_cached("INSERT OR IGNORE INTO dead_letter_topics (name) VALUES (?1)")?
+        .execute([topic])?;
+    Ok(())
+}
+
+/// Whether retention keeps `name`: a dead-letter topic by its suffix or by its mark.
+fn is_dead_letter_topic(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
+    if photon_core::is_dead_letter_topic(name) {
+        return Ok(true);
+    }
+    connection
+        .prepare_cached("SELECT 1 FROM dead_letter_topics WHERE name = ?1")?
+        .exists([name])
 }
 
 /// Deletes the records of `topic` below `before_seq`, inside the writer's transaction.
@@ -112,7 +141,7 @@ pub(crate) fn sweep_all(
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut deleted = 0;
     for (topic_id, name) in all_topics(&transaction)? {
-        if !dead_letters && photon_core::is_dead_letter_topic(&name) {
+        if !dead_letters && is_dead_letter_topic(&transaction, &name)? {
             continue;
         }
         if let Some(bound) = retained_from(&transaction, topic_id, max_age, max_events)? {

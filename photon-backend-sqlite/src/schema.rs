@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     seq          INTEGER NOT NULL,
     PRIMARY KEY (subscription, topic, keyed, topic_key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dead_letter_topics (
+    name TEXT PRIMARY KEY
+) WITHOUT ROWID;
 ";
 
 /// Opens the writer connection: WAL, the configured `synchronous`, and the schema.

@@ -57,6 +57,11 @@ pub(crate) enum Command {
         topic: String,
         reply: oneshot::Sender<Result<i64>>,
     },
+    /// Mark a topic as a dead-letter topic, which retention keeps.
+    DeclareDeadLetters {
+        topic: String,
+        reply: oneshot::Sender<Result<()>>,
+    },
     /// A caller's transaction (see `transaction.rs`): run alone, never in a batch, and
     /// answered by the work itself.
     Transaction(TransactionWork),
@@ -253,6 +258,10 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
                     Outcome::Tail(find_topic(&transaction, topic)?.map_or(0, |row| row.last_seq))
                 }
             },
+            Command::DeclareDeadLetters { topic, .. } => {
+                retention::declare_dead_letters(&transaction, topic)?;
+                Outcome::Done
+            }
             // Never batched: `execute_in_order` runs each alone.
             Command::Transaction(_) => Outcome::Done,
         };
@@ -305,6 +314,9 @@ fn answer(command: Command, outcome: Outcome) {
         (Command::TailSeq { reply, .. }, Outcome::Tail(seq)) => {
             let _ = reply.send(Ok(seq));
         }
+        (Command::DeclareDeadLetters { reply, .. }, Outcome::Done) => {
+            let _ = reply.send(Ok(()));
+        }
         (command, _) => fail(
             command,
             false,
@@ -338,6 +350,11 @@ fn fail(command: Command, busy: bool, cause: &str) {
         }
         Command::TailSeq { reply, topic } => {
             let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
+        }
+        Command::DeclareDeadLetters { reply, topic } => {
+            let _ = reply.send(Err(error(&format!(
+                "mark topic {topic:?} as a dead-letter topic"
+            ))));
         }
         // Dropping the work drops its reply: its caller sees the writer gone.
         Command::Transaction(_) => {}

@@ -233,9 +233,15 @@ async fn retention_sweeps_by_count_and_age() {
         .build()
         .await
         .unwrap();
+    // A dead-letter topic of another suffix is kept once marked.
+    port.declare_dead_letter_topic("count.failed")
+        .await
+        .unwrap();
     for i in 0..30 {
         port.append(draft("count", None, i)).await.unwrap();
         port.append(draft("count.dlq", None, i)).await.unwrap();
+        port.append(draft("count.failed", None, i)).await.unwrap();
+        port.append(draft("count.unmarked", None, i)).await.unwrap();
     }
     for i in 0..6 {
         let mut old = draft("age", None, i);
@@ -244,15 +250,34 @@ async fn retention_sweeps_by_count_and_age() {
         }
         port.append(old).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let kept = seqs(&port, "count").await;
-    assert_eq!(kept, (21..=30).collect::<Vec<_>>());
+    until_seqs(&port, "count", (21..=30).collect()).await;
+    until_seqs(&port, "count.unmarked", (21..=30).collect()).await;
+    until_seqs(&port, "age", vec![5, 6]).await;
     let kept = seqs(&port, "age").await;
     assert_eq!(kept, vec![5, 6]);
     assert_eq!(port.append(draft("count", None, 30)).await.unwrap().seq, 31);
     // Dead letters are not swept unless asked for.
     let dead = seqs(&port, "count.dlq").await;
     assert_eq!(dead, (1..=30).collect::<Vec<_>>());
+    let dead = seqs(&port, "count.failed").await;
+    assert_eq!(dead, (1..=30).collect::<Vec<_>>());
+}
+
+/// Waits (bounded) until `topic` holds exactly `expected`: the sweep runs on its own timer.
+async fn until_seqs(port: &SqliteStoragePort, topic: &str, expected: Vec<i64>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let kept = seqs(port, topic).await;
+        if kept == expected {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{topic} holds {kept:?}, expected {expected:?}"
+        );
+        // Spaces the reads while the sweep's timer runs.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// With `retention_dead_letters`, dead-letter topics are swept like the others.
@@ -267,12 +292,15 @@ async fn retention_sweeps_dead_letters_only_when_asked() {
         .build()
         .await
         .unwrap();
+    port.declare_dead_letter_topic("orders.failed")
+        .await
+        .unwrap();
     for i in 0..30 {
         port.append(draft("orders.dlq", None, i)).await.unwrap();
+        port.append(draft("orders.failed", None, i)).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let kept = seqs(&port, "orders.dlq").await;
-    assert_eq!(kept, (21..=30).collect::<Vec<_>>());
+    until_seqs(&port, "orders.dlq", (21..=30).collect()).await;
+    until_seqs(&port, "orders.failed", (21..=30).collect()).await;
 }
 
 /// A subscriber resuming after seq 5 of a topic the count sweep cut to its newest 10 gets
@@ -360,4 +388,61 @@ async fn seqs(port: &SqliteStoragePort, topic: &str) -> Vec<i64> {
         .iter()
         .map(|r| r.seq)
         .collect()
+}
+
+/// An executor with another dead-letter suffix marks its dead-letter topic in the
+/// database: the count sweep of another port on the same file (another process's) cuts
+/// the event topic and leaves every letter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn letters_of_another_suffix_outlive_the_sweep() {
+    use photon_runtime::{Event, ExecutorConfig, Photon, PhotonError};
+
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("letters.db");
+    let port = SqliteStoragePort::builder()
+        .path(&path)
+        .build()
+        .await
+        .unwrap();
+    let photon = Photon::builder()
+        .storage_port(port.clone())
+        .transport_crypto(photon_core::TransportCrypto::plaintext())
+        .executor_config(
+            ExecutorConfig::builder()
+                .dead_letter_suffix(".failed")
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let executor = photon
+        .executor()
+        .handler("refuser", "orders", |_event: Event| async {
+            Err::<(), _>(PhotonError::handler_permanent("refused"))
+        })
+        .start()
+        .unwrap();
+    for i in 0..6 {
+        photon
+            .publish("orders", None, json!(null), json!(i))
+            .await
+            .unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(60), executor.wait_idle())
+        .await
+        .expect("the executor goes idle")
+        .unwrap();
+    let sweeping = SqliteStoragePort::builder()
+        .path(&path)
+        .retention_max_events(2)
+        .retention_interval(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    until_seqs(&sweeping, "orders", vec![5, 6]).await;
+    assert_eq!(seqs(&port, "orders.failed").await, (1..=6).collect::<Vec<_>>());
+    let letters = photon.dead_letters("orders").await.unwrap();
+    let payloads: Vec<_> = letters.iter().map(|l| l.original.payload.clone()).collect();
+    assert_eq!(payloads, (0..6).map(|i| json!(i)).collect::<Vec<_>>());
+    executor.shutdown().await.unwrap();
 }

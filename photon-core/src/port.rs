@@ -363,6 +363,23 @@ pub trait StoragePort: Send + Sync + 'static {
         Err(self.unsupported("truncate_before"))
     }
 
+    /// Marks `topic` as a dead-letter topic, whatever its name: retention by age, count or
+    /// size leaves it alone unless the port is configured to apply it to dead letters
+    /// too. Names ending in [`crate::DEAD_LETTER_SUFFIX`] are dead-letter topics without
+    /// this call; the executor calls it for the topics of another dead-letter suffix
+    /// before storing a letter there. Idempotent, and stored where the port keeps its
+    /// topics, so that every process sharing the store treats the topic alike.
+    ///
+    /// The default does nothing: for ports without retention of their own (`truncate_before`
+    /// is explicit and removes dead letters too).
+    ///
+    /// # Errors
+    /// Storage errors of the port.
+    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
+        let _ = topic;
+        Ok(())
+    }
+
     /// The last committed seq of a checkpoint, `None` if never committed.
     ///
     /// # Errors

@@ -347,23 +347,27 @@ pub(crate) async fn store_dead_letter(
     let mut current = letter.clone();
     let mut whole = true;
     let mut attempt = 0u32;
+    let mut declared = photon_core::is_dead_letter_topic(dlq_topic);
     loop {
-        let error = match current.to_stored() {
-            Ok((actor, payload)) => match publish(
-                store,
-                dlq_topic,
-                current.original.key.as_deref(),
-                (actor, payload),
-                transaction,
-                current.original.seq,
-            )
-            .await
-            {
-                Ok(_) if whole => return Stored::Whole,
-                Ok(_) => return Stored::Reference,
+        let error = match declare(store, dlq_topic, &mut declared).await {
+            Err(error) => error,
+            Ok(()) => match current.to_stored() {
+                Ok((actor, payload)) => match publish(
+                    store,
+                    dlq_topic,
+                    current.original.key.as_deref(),
+                    (actor, payload),
+                    transaction,
+                    current.original.seq,
+                )
+                .await
+                {
+                    Ok(_) if whole => return Stored::Whole,
+                    Ok(_) => return Stored::Reference,
+                    Err(err) => err,
+                },
                 Err(err) => err,
             },
-            Err(err) => err,
         };
         if !error.is_retryable() {
             if !whole {
@@ -385,6 +389,27 @@ pub(crate) async fn store_dead_letter(
             () = stop.stopped() => return Stored::Abandoned,
         }
     }
+}
+
+/// Marks `dlq_topic` as a dead-letter topic once (see
+/// [`photon_core::StoragePort::declare_dead_letter_topic`]), so that retention keeps it.
+///
+/// # Errors
+/// The port's retryable errors; one it refuses for good is logged and the letter is stored
+/// all the same.
+async fn declare(store: &EventStore, dlq_topic: &str, declared: &mut bool) -> Result<()> {
+    if *declared {
+        return Ok(());
+    }
+    match store.port().declare_dead_letter_topic(dlq_topic).await {
+        Err(error) if error.is_retryable() => return Err(error),
+        Err(error) => {
+            tracing::warn!(topic = dlq_topic, %error, "cannot mark the dead-letter topic; retention may remove its letters");
+        }
+        Ok(()) => {}
+    }
+    *declared = true;
+    Ok(())
 }
 
 /// Where a transactional subscription's dead letters go: stored with the checkpoint
