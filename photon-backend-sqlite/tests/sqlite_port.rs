@@ -440,7 +440,10 @@ async fn letters_of_another_suffix_outlive_the_sweep() {
         .await
         .unwrap();
     until_seqs(&sweeping, "orders", vec![5, 6]).await;
-    assert_eq!(seqs(&port, "orders.failed").await, (1..=6).collect::<Vec<_>>());
+    assert_eq!(
+        seqs(&port, "orders.failed").await,
+        (1..=6).collect::<Vec<_>>()
+    );
     let letters = photon.dead_letters("orders").await.unwrap();
     let payloads: Vec<_> = letters.iter().map(|l| l.original.payload.clone()).collect();
     assert_eq!(payloads, (0..6).map(|i| json!(i)).collect::<Vec<_>>());

@@ -34,6 +34,126 @@ pub fn check(history: &History) -> Result<(), Violation> {
     group_no_overlap(history)?;
     group_repeats_under_later_leases(history)?;
     gaps_explained(history, &history.group_gaps, "the group")?;
+    if history.handler {
+        handler_complete(history)?;
+        handler_repeats_bounded(history)?;
+        handler_key_order(history)?;
+    }
+    Ok(())
+}
+
+/// Every stored event that no retention removed was handled successfully or left a dead
+/// letter, never both; only events whose handler fails for good are dead-lettered, at most
+/// one letter per instance that failed on it.
+fn handler_complete(history: &History) -> Result<(), Violation> {
+    let mut succeeded: HashMap<i64, usize> = HashMap::new();
+    let mut failing_runs: HashMap<i64, HashSet<usize>> = HashMap::new();
+    for handled in &history.handled {
+        if handled.succeeded {
+            *succeeded.entry(handled.seq).or_default() += 1;
+        } else if handled.behaviour == super::Behaviour::Fails {
+            failing_runs
+                .entry(handled.seq)
+                .or_default()
+                .insert(handled.run);
+        }
+    }
+    let mut lettered: HashMap<i64, usize> = HashMap::new();
+    for seq in &history.dead_letters {
+        *lettered.entry(*seq).or_default() += 1;
+    }
+    for seq in history.published.keys() {
+        let ok = succeeded.get(seq).copied().unwrap_or(0);
+        let letters = lettered.get(seq).copied().unwrap_or(0);
+        let failed_in = failing_runs.get(seq).map_or(0, HashSet::len);
+        let owed = *seq >= history.truncated_before;
+        if ok > 0 && letters > 0 {
+            return Err(Violation(format!(
+                "the handler succeeded on seq {seq} and left {letters} dead letters for it"
+            )));
+        }
+        if letters > failed_in {
+            return Err(Violation(format!(
+                "seq {seq} has {letters} dead letters but failed for good in {failed_in} instances"
+            )));
+        }
+        if ok == 0 && letters == 0 && owed {
+            return Err(Violation(format!(
+                "the handler neither handled nor dead-lettered seq {seq}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Once an event was handled successfully, it is attempted again only within the
+/// documented bound of a graceful shutdown: in a later instance, and only when an earlier
+/// event was still unfinished when the instance that handled it stopped (the checkpoint
+/// stays below the first unfinished event; everything after it comes again).
+fn handler_repeats_bounded(history: &History) -> Result<(), Violation> {
+    // Per seq, the first instance in which it succeeded.
+    let mut first_success: BTreeMap<i64, usize> = BTreeMap::new();
+    for handled in history.handled.iter().filter(|h| h.succeeded) {
+        let run = first_success.entry(handled.seq).or_insert(handled.run);
+        *run = (*run).min(handled.run);
+    }
+    for success in history.handled.iter().filter(|h| h.succeeded) {
+        let Some(again) = history
+            .handled
+            .iter()
+            .find(|h| h.seq == success.seq && h.started > success.finished)
+        else {
+            continue;
+        };
+        let same_instance = again.run <= success.run;
+        let held_back = history.published.keys().any(|earlier| {
+            *earlier < success.seq
+                && first_success
+                    .get(earlier)
+                    .is_none_or(|run| *run > success.run)
+        });
+        if same_instance || !held_back {
+            return Err(Violation(format!(
+                "the handler ran seq {} again (instance {}) after it succeeded (instance {}) \
+                 with nothing unfinished before it",
+                success.seq, again.run, success.run
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Within one instance, a key's events are handled one after the other in seq order:
+/// every attempt on an event starts after every attempt on the key's earlier events
+/// finished.
+fn handler_key_order(history: &History) -> Result<(), Violation> {
+    type Spans = BTreeMap<i64, (std::time::Instant, std::time::Instant)>;
+    let mut by_key: BTreeMap<(usize, &str), Spans> = BTreeMap::new();
+    for handled in &history.handled {
+        let Some(key) = handled.key.as_deref() else {
+            continue;
+        };
+        let span = by_key
+            .entry((handled.run, key))
+            .or_default()
+            .entry(handled.seq)
+            .or_insert((handled.started, handled.finished));
+        span.0 = span.0.min(handled.started);
+        span.1 = span.1.max(handled.finished);
+    }
+    for ((run, key), spans) in by_key {
+        let spans: Vec<(i64, (std::time::Instant, std::time::Instant))> =
+            spans.into_iter().collect();
+        for pair in spans.windows(2) {
+            let ((earlier, (_, finished)), (later, (started, _))) = (pair[0], pair[1]);
+            if started < finished {
+                return Err(Violation(format!(
+                    "key {key}, instance {run}: the handler started seq {later} before it was \
+                     done with seq {earlier}"
+                )));
+            }
+        }
+    }
     Ok(())
 }
 

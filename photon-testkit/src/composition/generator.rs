@@ -95,6 +95,8 @@ pub struct Schedule {
     /// Whether durable subscriptions store every acknowledgement at once instead of
     /// coalescing them.
     pub flush_each_ack: bool,
+    /// Whether an executor handler runs on the topic (see `handlers.rs`).
+    pub handler: bool,
     /// The operations, in order.
     pub ops: Vec<Op>,
 }
@@ -106,6 +108,7 @@ impl Schedule {
         let partitions = [1, 4, 8, 16][random.below(4) as usize];
         let sealed = random.below(2) == 0;
         let flush_each_ack = random.below(2) == 0;
+        let handler = random.below(2) == 0;
         let length = 30 + random.below(30) as usize;
         let ops = (0..length).map(|_| draw(&mut random)).collect();
         Self {
@@ -113,6 +116,7 @@ impl Schedule {
             partitions,
             sealed,
             flush_each_ack,
+            handler,
             ops,
         }
     }

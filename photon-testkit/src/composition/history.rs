@@ -48,6 +48,25 @@ pub struct GroupDelivery {
     pub acked_at: Option<Instant>,
 }
 
+/// One finished attempt of the schedule's executor handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handled {
+    /// The event's seq.
+    pub seq: i64,
+    /// Its key.
+    pub key: Option<String>,
+    /// Which instance of the port (restarts count up) ran it.
+    pub run: usize,
+    /// What the handler did.
+    pub behaviour: super::handlers::Behaviour,
+    /// Whether the attempt succeeded.
+    pub succeeded: bool,
+    /// When the attempt started.
+    pub started: Instant,
+    /// When it finished.
+    pub finished: Instant,
+}
+
 /// What a run of a schedule observed.
 #[derive(Debug, Clone, Default)]
 pub struct History {
@@ -63,6 +82,12 @@ pub struct History {
     pub group: Vec<GroupDelivery>,
     /// `Gap { from, to }` items received by group members.
     pub group_gaps: Vec<(i64, i64)>,
+    /// Whether the schedule ran an executor handler.
+    pub handler: bool,
+    /// Every finished attempt of the executor handler.
+    pub handled: Vec<Handled>,
+    /// The seqs of the dead letters the handler left, as listed at the end.
+    pub dead_letters: Vec<i64>,
     /// Unexpected errors and operations that did not finish within their bound.
     pub failures: Vec<String>,
     /// A line per operation played: what it did and saw.

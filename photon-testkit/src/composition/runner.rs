@@ -10,10 +10,12 @@ use photon_core::{
     BatchEvent, Event, FlushPolicy, GroupRequest, PhotonError, StartAt, StoragePort,
     TransportCrypto,
 };
+use photon_runtime::executor::{Executor, ExecutorConfig};
 use photon_runtime::{DurableSubscription, Photon};
 use serde_json::json;
 
 use super::generator::{Op, Schedule};
+use super::handlers::{self, HandlerLog};
 use super::history::{Delivered, GroupDelivery, History};
 use super::OP_BOUND;
 use crate::context::{Context, PortFactory};
@@ -40,6 +42,11 @@ struct World<'a> {
     subscriptions: BTreeMap<u8, (DurableSubscription, usize)>,
     members: BTreeMap<u8, Member>,
     joins: BTreeMap<u8, usize>,
+    /// The executor running the schedule's handler on this instance, if the schedule has one.
+    executor: Option<Executor>,
+    handler_log: HandlerLog,
+    /// Instances opened so far (the first is 0).
+    instance_run: usize,
     history: History,
 }
 
@@ -66,10 +73,15 @@ async fn instance(
     } else {
         FlushPolicy::default()
     };
+    // Quick retries: a handler that fails once succeeds on its next attempt soon after.
+    let retries = ExecutorConfig::builder()
+        .initial_backoff(Duration::from_millis(10))
+        .build()?;
     let photon = Photon::builder()
         .shared_storage_port(port.clone())
         .transport_crypto(crypto(schedule.sealed))
         .flush_policy(policy)
+        .executor_config(retries)
         .build()?;
     Ok((photon, port))
 }
@@ -83,6 +95,7 @@ pub async fn run(factory: &Arc<dyn PortFactory>, schedule: &Schedule) -> History
         seed: schedule.seed,
         ..History::default()
     };
+    history.handler = schedule.handler;
     let (photon, port) = match instance(factory, schedule).await {
         Ok(opened) => opened,
         Err(err) => {
@@ -103,8 +116,12 @@ pub async fn run(factory: &Arc<dyn PortFactory>, schedule: &Schedule) -> History
         subscriptions: BTreeMap::new(),
         members: BTreeMap::new(),
         joins: BTreeMap::new(),
+        executor: None,
+        handler_log: HandlerLog::default(),
+        instance_run: 0,
         history,
     };
+    world.start_handler(0);
     for (index, op) in schedule.ops.iter().enumerate() {
         let played = tokio::time::timeout(OP_BOUND, world.play(index, op)).await;
         if played.is_err() {
@@ -431,6 +448,8 @@ impl World<'_> {
     async fn restart(&mut self, index: usize) {
         self.subscriptions.clear();
         self.members.clear();
+        // Shutting the instance down stops its executor too.
+        self.executor = None;
         if let Err(err) = self.photon.shutdown().await {
             self.fail(format!("operation {index}: shutdown failed: {err}"));
         }
@@ -438,9 +457,67 @@ impl World<'_> {
             Ok((photon, port)) => {
                 self.photon = photon;
                 self.port = port;
+                self.instance_run += 1;
+                self.start_handler(index);
                 self.trace(index, "restarted".into());
             }
             Err(err) => self.fail(format!("operation {index}: reopening failed: {err}")),
+        }
+    }
+
+    /// Starts the schedule's executor handler on the current instance, if it has one.
+    fn start_handler(&mut self, index: usize) {
+        if !self.schedule.handler {
+            return;
+        }
+        let durable = format!("{}h", self.subscription_prefix);
+        match handlers::start(
+            &self.photon,
+            &durable,
+            &self.topic,
+            self.instance_run,
+            &self.handler_log,
+        ) {
+            Ok(executor) => self.executor = Some(executor),
+            Err(err) => self.fail(format!(
+                "operation {index}: the handler did not start: {err}"
+            )),
+        }
+    }
+
+    /// Waits until the handler is idle, then records its attempts and dead letters.
+    async fn drain_handler(&mut self) {
+        let Some(executor) = &self.executor else {
+            return;
+        };
+        if let Err(err) = executor.wait_idle_for(DRAIN_BOUND).await {
+            self.fail(format!("the handler did not become idle: {err}"));
+        }
+        self.history.handled = self.handler_log.handled();
+        let origin = self.history.handled.iter().map(|h| h.started).min();
+        for handled in self.history.handled.clone() {
+            let at = origin.map_or(Duration::ZERO, |origin| handled.started - origin);
+            self.trace(
+                usize::MAX,
+                format!(
+                    "handler (instance {}) at {at:?}: seq {} {:?} {:?} {}",
+                    handled.run,
+                    handled.seq,
+                    handled.key,
+                    handled.behaviour,
+                    if handled.succeeded {
+                        "succeeded"
+                    } else {
+                        "failed"
+                    }
+                ),
+            );
+        }
+        match self.photon.dead_letters(&self.topic).await {
+            Ok(letters) => {
+                self.history.dead_letters = letters.iter().map(|l| l.original.seq).collect();
+            }
+            Err(err) => self.fail(format!("cannot list the dead letters: {err}")),
         }
     }
 
@@ -452,6 +529,7 @@ impl World<'_> {
     /// Reads every subscription used and the group until each accounted for every stored
     /// event (or went quiet for a while).
     async fn drain(&mut self) {
+        self.drain_handler().await;
         let used: Vec<u8> = self.history.durable.keys().copied().collect();
         for sub in used {
             self.subscriptions.remove(&sub);
