@@ -62,6 +62,11 @@ impl NatsStoragePort {
         for (shard, stream) in self.topic_streams(topic).await? {
             let keep_from =
                 first_stream_seq_after(before_seq.saturating_sub(1), shard, names.shards());
+            // Nothing lies below the first position; and the server reads a purge up to
+            // sequence 1 as a purge of the whole stream.
+            if keep_from <= 1 {
+                continue;
+            }
             let response = stream
                 .purge()
                 .sequence(keep_from)

@@ -196,7 +196,8 @@ pub async fn catalog(ctx: Context) {
     assert_eq!(listed, expected);
 }
 
-/// Records below the bound are gone; the rest stay intact with their seqs.
+/// Records below the bound are gone; the rest stay intact with their seqs; a bound at or
+/// below the first seq removes nothing.
 pub async fn truncate(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
@@ -208,6 +209,15 @@ pub async fn truncate(ctx: Context) {
                 .publish(&topic, None, json!(null), json!({"i": i}))
                 .await
                 .unwrap(),
+        );
+    }
+    // Bounds at or below the first seq remove nothing (a NATS purge up to its first
+    // position removed the whole stream).
+    for nothing_below in [0, 1, published[0].seq] {
+        assert_eq!(
+            port.truncate_before(&topic, nothing_below).await.unwrap(),
+            0,
+            "truncate_before({nothing_below})"
         );
     }
     let bound = published[15].seq;
