@@ -782,12 +782,14 @@ async fn follow(
                         .judge(&inner.fluvio(), name, next, record.offset())
                         .await
                     {
-                        Ok(Hole::Reopen) => return Ended::Skipped { applied },
+                        Ok(Hole::Reopen) if holes.quick() => return Ended::Skipped { applied },
                         Ok(Hole::Removed { first }) => return Ended::Evicted { first },
-                        Err(err) => {
-                            return Ended::Failed {
-                                cause: err.to_string(),
-                                applied,
+                        // A hole that persists past the quick reopens although the log
+                        // holds its commands (or that cannot be judged): recover from a
+                        // snapshot covering it at once rather than reopen again.
+                        Ok(Hole::Reopen) | Err(_) => {
+                            return Ended::Evicted {
+                                first: record.offset(),
                             }
                         }
                     }

@@ -24,6 +24,10 @@ pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
 /// How long a bounded read may take.
 pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(30);
 
+/// Reopens at one offset before the partition is asked whether it still holds it: a hole
+/// a fetch left is nearly always gone after the first reopen.
+const QUICK_REOPENS: u32 = 3;
+
 /// Reopens at one offset, while the partition still holds it, before the reader gives up
 /// (an error: it reopens later on its own terms, never skipping the records).
 const REOPENS_PER_HOLE: u32 = 10;
@@ -32,11 +36,11 @@ const REOPENS_PER_HOLE: u32 = 10;
 /// `max_bytes` cut off: the next record then comes after a hole, although the partition
 /// holds every offset (seen here as 8 to 45 records missing at each 8 MiB of a replay;
 /// reopening the stream at the first missing offset reads them). Every reader of this
-/// port checks that offsets follow on without a hole, and when they do not, asks the
-/// partition for its first stored offset: records below it are really gone (retention
-/// removed them: [`Hole::Removed`]); otherwise the fetch skipped them and the reader
-/// reopens at the first missing one ([`Hole::Reopen`]). A hole is never taken as removed
-/// records because it persists.
+/// port checks that offsets follow on without a hole, and reopens at the first missing
+/// one ([`Hole::Reopen`]); when the hole is still there after [`QUICK_REOPENS`], it asks
+/// the partition for its first stored offset: records below it are really gone
+/// (retention removed them: [`Hole::Removed`]), others are read again. A hole is never
+/// taken as removed records because it persists.
 #[derive(Debug, Default)]
 pub(crate) struct HoleGuard {
     at: i64,
@@ -70,8 +74,22 @@ impl HoleGuard {
         next: i64,
         offset: i64,
     ) -> Result<Hole> {
+        if self.at != next {
+            self.at = next;
+            self.reopened = 0;
+        }
+        if self.reopened < QUICK_REOPENS {
+            self.reopened += 1;
+            return Ok(Hole::Reopen);
+        }
         let first = first_offset(fluvio, topic).await?;
         self.verdict(topic, next, offset, first.unwrap_or(offset))
+    }
+
+    /// Whether the reader is still within the quick reopens of its current hole (the
+    /// partition was not asked yet).
+    pub(crate) fn quick(&self) -> bool {
+        self.reopened <= QUICK_REOPENS
     }
 
     /// The verdict of [`HoleGuard::judge`] once the partition's `first` stored offset is known.

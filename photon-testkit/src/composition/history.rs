@@ -86,8 +86,9 @@ pub struct History {
     pub handler: bool,
     /// Every finished attempt of the executor handler.
     pub handled: Vec<Handled>,
-    /// The seqs of the dead letters the handler left, as listed at the end.
-    pub dead_letters: Vec<i64>,
+    /// The seqs of the dead letters the handler left, as listed at the end (`None` on a
+    /// port that cannot list a topic).
+    pub dead_letters: Option<Vec<i64>>,
     /// Unexpected errors and operations that did not finish within their bound.
     pub failures: Vec<String>,
     /// A line per operation played: what it did and saw.
