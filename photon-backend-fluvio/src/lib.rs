@@ -123,12 +123,14 @@ pub mod stream_shard;
 mod tail;
 #[doc(hidden)]
 pub mod testing;
+mod tls;
 mod topic;
 
 pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
+pub use config::{TlsConfig, TLS_CA_ENV, TLS_CERT_ENV, TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV};
 pub use config::{
     BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
 };
@@ -136,5 +138,7 @@ pub use dedup::DEDUP_WINDOW;
 pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use socket::prompt_connector;
+#[cfg(feature = "tls")]
+pub use socket::prompt_tls_connector;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};
