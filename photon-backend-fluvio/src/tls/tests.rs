@@ -1,5 +1,8 @@
 //! Resolution and loading of the TLS settings.
 
+// Without the `tls` feature only the refusals are tested.
+#![cfg_attr(not(feature = "tls"), allow(dead_code))]
+
 use std::path::Path;
 
 use photon_core::config::Env;
