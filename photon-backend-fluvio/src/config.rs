@@ -4,6 +4,7 @@
 //! Precedence: builder call > environment variable > default. Every value is resolved once,
 //! in [`FluvioStoragePortBuilder::build`]; nothing reads the environment at append time.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use photon_core::config::{de, parse_choice, Env};
@@ -43,6 +44,23 @@ pub const LINGER_ENV: &str = "PHOTON_FLUVIO_LINGER";
 /// Environment variable for the producer batch size, a size (default `64KiB`, at least
 /// `1KiB`).
 pub const BATCH_SIZE_ENV: &str = "PHOTON_FLUVIO_BATCH_SIZE";
+
+/// Environment variable: a flag turning TLS on or off. TLS is on when it is on, or when it
+/// is unset and [`TLS_CA_ENV`] is set; on without a CA, the system's root certificates are
+/// trusted. Off while another `PHOTON_FLUVIO_TLS_*` variable is set is refused.
+pub const TLS_ENV: &str = "PHOTON_FLUVIO_TLS";
+/// Environment variable: path of a PEM file of the CA certificates that sign the cluster's
+/// certificates (turns TLS on).
+pub const TLS_CA_ENV: &str = "PHOTON_FLUVIO_TLS_CA";
+/// Environment variable: path of the PEM client certificate (chain), for clusters that
+/// require client certificates; set with [`TLS_KEY_ENV`].
+pub const TLS_CERT_ENV: &str = "PHOTON_FLUVIO_TLS_CERT";
+/// Environment variable: path of the PEM private key of [`TLS_CERT_ENV`] (PKCS#8, PKCS#1
+/// or SEC1).
+pub const TLS_KEY_ENV: &str = "PHOTON_FLUVIO_TLS_KEY";
+/// Environment variable: the DNS name the SC's certificate must hold; an SPU's must hold
+/// `<spu name>.<domain>` (default: the endpoint's host).
+pub const TLS_DOMAIN_ENV: &str = "PHOTON_FLUVIO_TLS_DOMAIN";
 
 /// Default SC endpoint: a local single-node cluster.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:9003";
@@ -92,6 +110,28 @@ impl ReplayCursor {
     }
 }
 
+/// TLS to the cluster (feature `tls`): which certificates the port trusts, the client
+/// certificate it shows, and the name it checks. Deserializable like [`FluvioConfig`]:
+/// `{"tls": {"ca": "/etc/photon/fluvio-ca.pem"}}`; `{"tls": {}}` trusts the system's roots.
+///
+/// The port checks the SC's certificate against [`TlsConfig::domain`] and each SPU's against
+/// `<spu name>.<domain>` (the SPU's name in the cluster, e.g. `custom-spu-5001`), as
+/// Fluvio's own client does: a cluster certificate holding `<domain>` and `*.<domain>` (at
+/// least two labels, e.g. `fluvio.example.com`) serves both.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TlsConfig {
+    /// PEM file of the CA certificates to trust; `None`: the system's root certificates.
+    pub ca: Option<PathBuf>,
+    /// PEM files of the client certificate (chain) and its private key, for clusters that
+    /// require client certificates.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// DNS name of the SC's certificate; `None`: the endpoint's host (which must then be a
+    /// DNS name, not an IP address).
+    pub domain: Option<String>,
+}
+
 /// Resolved Fluvio adapter settings (no env lookups at append time). Deserializable
 /// (missing fields take their defaults; durations and sizes in the dialect of
 /// `photon_core::config`); connecting checks it ([`FluvioConfig::validate`]).
@@ -133,6 +173,8 @@ pub struct FluvioConfig {
     /// Producer batch size in bytes.
     #[serde(deserialize_with = "de::size")]
     pub batch_size: usize,
+    /// TLS to the SC and SPUs; `None`: plain TCP.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for FluvioConfig {
@@ -148,6 +190,7 @@ impl Default for FluvioConfig {
             replicas: 1,
             linger: Duration::ZERO,
             batch_size: DEFAULT_BATCH_SIZE,
+            tls: None,
         }
     }
 }
@@ -162,12 +205,36 @@ impl FluvioConfig {
     }
 
     /// Checks values that parse but cannot work: a prefix Fluvio cannot hold, counts out of
-    /// range, a retention Fluvio refuses, a batch below 1 KiB.
+    /// range, a retention Fluvio refuses, a batch below 1 KiB, TLS files that cannot be read
+    /// or hold no usable PEM, a TLS domain that is not a DNS name (this reads the TLS files).
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] naming the field and what is accepted.
+    /// [`photon_core::PhotonError::Config`] naming the field, the value (a file's path) and
+    /// what is accepted; TLS settings in a build without the `tls` feature.
     pub fn validate(&self) -> Result<()> {
         crate::env::validate(self)
+    }
+
+    /// The connector the port connects with: [`crate::prompt_connector`] without TLS, else
+    /// the TLS one of [`TlsConfig`] (see `prompt_tls_connector`), for raw `fluvio` clients
+    /// that should reach the cluster as the port does.
+    ///
+    /// ```no_run
+    /// # async fn run() -> anyhow::Result<()> {
+    /// let config = photon_backend_fluvio::FluvioConfig::from_env()?;
+    /// let cluster = fluvio::FluvioClusterConfig::new(config.endpoint.clone());
+    /// let fluvio = fluvio::Fluvio::connect_with_connector(config.connector()?, &cluster).await?;
+    /// # let _ = fluvio; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`photon_core::PhotonError::Config`] as [`FluvioConfig::validate`] for the TLS settings
+    /// (this reads the TLS files).
+    pub fn connector(&self) -> Result<fluvio_future::net::DomainConnector> {
+        match &self.tls {
+            None => Ok(crate::prompt_connector()),
+            Some(tls) => crate::tls::connector(tls, &self.endpoint, &crate::tls::FIELD_NAMES),
+        }
     }
 }
 
@@ -187,6 +254,10 @@ impl FluvioConfig {
 /// | [`replicas`](Self::replicas) | [`REPLICAS_ENV`] | 1 |
 /// | [`linger`](Self::linger) | [`LINGER_ENV`] | `0ms` |
 /// | [`batch_size`](Self::batch_size) | [`BATCH_SIZE_ENV`] | `64KiB` |
+/// | [`tls`](Self::tls) | [`TLS_ENV`] | on when a CA is set, else off |
+/// | [`tls_ca`](Self::tls_ca) | [`TLS_CA_ENV`] | none (the system's roots when TLS is on) |
+/// | [`tls_client_cert`](Self::tls_client_cert) | [`TLS_CERT_ENV`] and [`TLS_KEY_ENV`] | none |
+/// | [`tls_domain`](Self::tls_domain) | [`TLS_DOMAIN_ENV`] | the endpoint's host |
 ///
 /// Values use Photon's one dialect (`photon_core::config`): durations such as `3600s` or
 /// `7d`, sizes such as `256KiB`, flags such as `1`, `on` or `true`. Where a setting has two
@@ -216,6 +287,10 @@ pub struct FluvioStoragePortBuilder {
     pub(crate) replicas: Option<u32>,
     pub(crate) linger: Option<Duration>,
     pub(crate) batch_size: Option<usize>,
+    pub(crate) tls: Option<bool>,
+    pub(crate) tls_ca: Option<PathBuf>,
+    pub(crate) tls_client_cert: Option<(PathBuf, PathBuf)>,
+    pub(crate) tls_domain: Option<String>,
 }
 
 impl FluvioStoragePortBuilder {
@@ -304,6 +379,44 @@ impl FluvioStoragePortBuilder {
         self
     }
 
+    /// Connect over TLS (`true`) or plain TCP (`false`). Unset, TLS is on when a CA is set;
+    /// on without a CA trusts the system's root certificates. `false` with another TLS
+    /// setting is refused. `.tls(true)`
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = Some(on);
+        self
+    }
+
+    /// PEM file of the CA certificates that sign the cluster's certificates; turns TLS on.
+    ///
+    /// ```
+    /// let b = photon_backend_fluvio::FluvioStoragePortBuilder::new().tls_ca("/etc/photon/fluvio-ca.pem");
+    /// ```
+    pub fn tls_ca(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls_ca = Some(path.into());
+        self
+    }
+
+    /// PEM files of the client certificate (chain) and its private key, for clusters that
+    /// require client certificates (needs TLS on).
+    ///
+    /// ```
+    /// let b = photon_backend_fluvio::FluvioStoragePortBuilder::new()
+    ///     .tls_ca("/etc/photon/fluvio-ca.pem")
+    ///     .tls_client_cert("/etc/photon/client.pem", "/etc/photon/client-key.pem");
+    /// ```
+    pub fn tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls_client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// DNS name the SC's certificate must hold; each SPU's must hold `<spu name>.<domain>`
+    /// (default: the endpoint's host; needs TLS on). `.tls_domain("fluvio.example.com")`
+    pub fn tls_domain(mut self, domain: impl Into<String>) -> Self {
+        self.tls_domain = Some(domain.into());
+        self
+    }
+
     /// Resolves every setting (builder > environment > default).
     ///
     /// # Errors
@@ -324,8 +437,11 @@ impl FluvioStoragePortBuilder {
     /// Resolves the settings, connects to the cluster and creates the checkpoint topics.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] for a refused setting;
-    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached.
+    /// [`photon_core::PhotonError::Config`] for a refused setting (a TLS file that cannot be
+    /// read or parsed names its variable or field and its path);
+    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached, or a
+    /// TLS handshake fails (the message names the cause, e.g. `unknown issuer` or
+    /// `name mismatch`).
     pub async fn build(self) -> Result<FluvioStoragePort> {
         FluvioStoragePort::connect(self.resolve()?).await
     }

@@ -11,13 +11,16 @@
 //! must recover from an SPU restart whether or not the other is in use: a process that only
 //! consumes has no failed send to notice a broken connection by.
 //!
-//! Both connect through [`crate::prompt_connector`]: with the client's default sockets a
-//! publish-to-subscriber round trip took about 44 ms (see [`crate::socket`]).
+//! Both connect through the port's connector ([`crate::FluvioConfig::connector`]:
+//! [`crate::prompt_connector`], or its TLS form): with the client's default sockets a
+//! publish-to-subscriber round trip took about 44 ms (see [`crate::socket`]). A reconnect
+//! reuses the connector, so TLS files are read once, when the port is built.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use fluvio::{Fluvio, FluvioClusterConfig};
+use fluvio_future::net::DomainConnector;
 use photon_core::{PhotonError, Result};
 
 use crate::error::unavailable;
@@ -47,6 +50,7 @@ impl Role {
 pub(crate) struct Connection {
     role: Role,
     endpoint: String,
+    connector: DomainConnector,
     client: RwLock<Arc<Fluvio>>,
     replacing: tokio::sync::Mutex<()>,
 }
@@ -55,12 +59,19 @@ impl Connection {
     /// Connects within [`CONNECT_TIMEOUT`].
     ///
     /// # Errors
-    /// [`PhotonError::Unavailable`] when the SC cannot be reached.
-    pub(crate) async fn open(role: Role, endpoint: &str) -> Result<Self> {
+    /// [`PhotonError::Unavailable`] when the SC cannot be reached or the TLS handshake
+    /// fails (the message names the cause).
+    pub(crate) async fn open(
+        role: Role,
+        endpoint: &str,
+        connector: DomainConnector,
+    ) -> Result<Self> {
+        let client = open_client(endpoint, &connector).await?;
         Ok(Self {
             role,
             endpoint: endpoint.to_owned(),
-            client: RwLock::new(Arc::new(open_client(endpoint).await?)),
+            connector,
+            client: RwLock::new(Arc::new(client)),
             replacing: tokio::sync::Mutex::new(()),
         })
     }
@@ -84,7 +95,7 @@ impl Connection {
         if !Arc::ptr_eq(&self.current(), failed) {
             return Ok(false);
         }
-        match open_client(&self.endpoint).await {
+        match open_client(&self.endpoint, &self.connector).await {
             Ok(fresh) => {
                 *self.client.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
                 tracing::info!(
@@ -108,16 +119,38 @@ impl Connection {
 }
 
 /// Connects to the SC within [`CONNECT_TIMEOUT`].
-async fn open_client(endpoint: &str) -> Result<Fluvio> {
+async fn open_client(endpoint: &str, connector: &DomainConnector) -> Result<Fluvio> {
     let cluster = FluvioClusterConfig::new(endpoint.to_owned());
-    let connecting = Fluvio::connect_with_connector(crate::prompt_connector(), &cluster);
+    let connecting = Fluvio::connect_with_connector(connector.clone(), &cluster);
     match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(fluvio)) => Ok(fluvio),
-        Ok(Err(err)) => Err(unavailable(format!("cannot connect to {endpoint}"), err)),
+        Ok(Err(err)) => Err(connect_failed(endpoint, err)),
         Err(_) => Err(PhotonError::Unavailable {
             backend: crate::error::LABEL,
             message: format!("no answer from {endpoint} within {CONNECT_TIMEOUT:?}"),
             source: None,
         }),
     }
+}
+
+/// The error of a failed connect: a failed TLS handshake by itself (the client's wrapping
+/// adds nothing), anything else with the client's description.
+fn connect_failed(endpoint: &str, err: anyhow::Error) -> PhotonError {
+    #[cfg(feature = "tls")]
+    {
+        let handshake = err.chain().find_map(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<crate::socket::HandshakeFailure>())
+        });
+        if let Some(failure) = handshake {
+            return PhotonError::Unavailable {
+                backend: crate::error::LABEL,
+                message: format!("cannot connect to {endpoint}: {failure}"),
+                source: Some(Box::new(failure.clone())),
+            };
+        }
+    }
+    unavailable(format!("cannot connect to {endpoint}"), err)
 }

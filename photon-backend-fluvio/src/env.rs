@@ -2,18 +2,21 @@
 //! Photon's one dialect, `photon_core::config`), and the checks of a resolved config.
 
 use std::ops::RangeInclusive;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use photon_core::config::{check_count, Alias, Env, EnvVar};
 use photon_core::{PhotonError, Result};
 
 use crate::config::{
-    FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, BATCH_SIZE_ENV, ENDPOINT_ENV, LINGER_ENV,
-    MAX_INFLIGHT_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
-    RETENTION_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV, SYNC_ACK_ENV,
+    FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, TlsConfig, BATCH_SIZE_ENV, ENDPOINT_ENV,
+    LINGER_ENV, MAX_INFLIGHT_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
+    RETENTION_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV, SYNC_ACK_ENV, TLS_CA_ENV, TLS_CERT_ENV,
+    TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV,
 };
 use crate::retention::MIN_RETENTION;
 use crate::stream_shard::{MAX_TOPIC_SHARDS, TOPIC_SHARDS_ENV};
+use crate::tls::{TlsNames, FIELD_NAMES};
 use crate::topic::{is_valid_prefix, MAX_PREFIX_LEN};
 
 // The names this port has always read stay first-class (not deprecated): they are part of
@@ -32,8 +35,10 @@ const RETENTION_SECS: RangeInclusive<u64> = 10..=u32::MAX as u64;
 const MIN_BATCH_SIZE: u64 = 1024;
 
 impl FluvioStoragePortBuilder {
-    /// Builder values, then `env`, then defaults; then [`validate`].
+    /// Builder values, then `env`, then defaults; then [`validate`] (naming each TLS
+    /// setting as it was given).
     pub(crate) fn resolve_with(&self, env: &Env) -> Result<FluvioConfig> {
+        let (tls, names) = self.resolve_tls(env)?;
         let defaults = FluvioConfig::default();
         let var = EnvVar::new;
         let count =
@@ -105,14 +110,125 @@ impl FluvioStoragePortBuilder {
                     })?
                     .map_or(defaults.batch_size, |bytes| bytes as usize),
             },
+            tls,
         };
-        validate(&config)?;
+        validate_settings(&config)?;
+        check_tls(&config, &names)?;
         Ok(config)
+    }
+
+    /// The TLS settings: on when switched on, or when unset and a CA is given; a setting
+    /// given while TLS is off is refused (never ignored). Also returns what each setting is
+    /// called in errors: its variable, or its setter when the builder gave it.
+    fn resolve_tls(&self, env: &Env) -> Result<(Option<TlsConfig>, TlsNames)> {
+        let var = EnvVar::new;
+        let mut names = TlsNames {
+            on: TLS_ENV,
+            ca: TLS_CA_ENV,
+            cert: TLS_CERT_ENV,
+            key: TLS_KEY_ENV,
+            domain: TLS_DOMAIN_ENV,
+        };
+        let switch = match self.tls {
+            Some(on) => {
+                names.on = "tls";
+                Some(on)
+            }
+            None => env.flag(&var(TLS_ENV))?,
+        };
+        let ca = match &self.tls_ca {
+            Some(path) => {
+                names.ca = "tls_ca";
+                Some(path.clone())
+            }
+            None => env.path(&var(TLS_CA_ENV))?,
+        };
+        let client_cert = match &self.tls_client_cert {
+            Some(pair) => {
+                (names.cert, names.key) = ("tls_client_cert", "tls_client_cert");
+                Some(pair.clone())
+            }
+            None => client_cert(env)?,
+        };
+        let domain = match &self.tls_domain {
+            Some(domain) => {
+                names.domain = "tls_domain";
+                Some(domain.clone())
+            }
+            None => env.text(&var(TLS_DOMAIN_ENV))?,
+        };
+        if switch.unwrap_or(ca.is_some()) {
+            let tls = TlsConfig {
+                ca,
+                client_cert,
+                domain,
+            };
+            return Ok((Some(tls), names));
+        }
+        let path = |path: &PathBuf| path.display().to_string();
+        let given = [
+            ca.as_ref().map(|ca| (names.ca, path(ca))),
+            client_cert
+                .as_ref()
+                .map(|(cert, _)| (names.cert, path(cert))),
+            domain.map(|domain| (names.domain, domain)),
+        ];
+        if let Some((name, value)) = given.into_iter().flatten().next() {
+            let expected = match switch {
+                Some(_) => format!("no TLS setting while {}=off (or TLS on)", names.on),
+                None => format!(
+                    "{} as well (or {}=on): TLS is off without a CA",
+                    names.ca, names.on
+                ),
+            };
+            return Err(PhotonError::config(name, value, expected));
+        }
+        Ok((None, names))
     }
 }
 
-/// Refuses values that parse but cannot work, naming the field.
+/// The client certificate and key files, both or neither.
+fn client_cert(env: &Env) -> Result<Option<(PathBuf, PathBuf)>> {
+    let cert = env.path(&EnvVar::new(TLS_CERT_ENV))?;
+    let key = env.path(&EnvVar::new(TLS_KEY_ENV))?;
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some((cert, key))),
+        (None, None) => Ok(None),
+        (Some(cert), None) => Err(PhotonError::config(
+            TLS_KEY_ENV,
+            "",
+            format!(
+                "the key file of {TLS_CERT_ENV}={} (both or neither)",
+                cert.display()
+            ),
+        )),
+        (None, Some(key)) => Err(PhotonError::config(
+            TLS_CERT_ENV,
+            "",
+            format!(
+                "the certificate file of {TLS_KEY_ENV}={} (both or neither)",
+                key.display()
+            ),
+        )),
+    }
+}
+
+/// Refuses values that parse but cannot work, naming the field; reads the TLS files.
 pub(crate) fn validate(config: &FluvioConfig) -> Result<()> {
+    validate_settings(config)?;
+    check_tls(config, &FIELD_NAMES)
+}
+
+/// Loads the TLS settings as connecting would, naming a refused one by `names`.
+fn check_tls(config: &FluvioConfig, names: &TlsNames) -> Result<()> {
+    match &config.tls {
+        Some(tls) => crate::tls::connector(tls, &config.endpoint, names).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// [`validate`] without the TLS settings (which connecting loads itself).
+pub(crate) fn validate_settings(config: &FluvioConfig) -> Result<()> {
     check_prefix("prefix", &config.prefix)?;
     check_count("shards", u64::from(config.shards), SHARD_COUNTS)?;
     check_count("max_in_flight", config.max_in_flight as u64, POSITIVE)?;

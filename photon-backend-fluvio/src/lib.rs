@@ -73,6 +73,30 @@
 //!   When retention removed records no snapshot covers, calls fail with
 //!   `PhotonError::Unavailable` naming the topic and the offsets (never an empty state).
 //!
+//! # TLS
+//!
+//! With the `tls` feature (default) the port reaches the SC and the SPUs over TLS (rustls,
+//! on the sockets of [`prompt_connector`]) when [`TLS_CA_ENV`] names a PEM file of CA
+//! certificates, or [`TLS_ENV`] is on (then the system's root certificates are trusted);
+//! [`TLS_CERT_ENV`] and [`TLS_KEY_ENV`] add a client certificate for clusters that require
+//! one. The SC's certificate is checked against [`TLS_DOMAIN_ENV`] (default: the endpoint's
+//! host, which must then be a DNS name) and each SPU's against `<spu name>.<domain>`, as
+//! Fluvio's own client does: a certificate holding `<domain>` and `*.<domain>` serves a
+//! cluster. The builder has the same settings ([`FluvioStoragePortBuilder::tls_ca`],
+//! `tls_client_cert`, `tls_domain`, `tls`), and [`FluvioConfig::tls`] holds them resolved.
+//!
+//! - A TLS file that cannot be read or holds no usable PEM, a key without its certificate
+//!   (or the reverse), a key of another certificate, a domain that is not a DNS name, or a
+//!   TLS setting while TLS is off: `PhotonError::Config` naming the variable (or builder
+//!   setting) and the file, when the port is built. Without the `tls` feature any TLS
+//!   setting is refused the same way, never ignored.
+//! - A failed handshake fails the connect at once with `PhotonError::Unavailable` naming
+//!   the address, the name checked and the cause (`unknown issuer`, `name mismatch` with
+//!   the names the certificate holds, ...); an endpoint that does not answer the handshake
+//!   within 10 s (one that does not serve TLS) fails too.
+//! - `prompt_tls_connector` and [`FluvioConfig::connector`] give raw `fluvio` clients the
+//!   port's connector.
+//!
 //! # Connections and failures
 //!
 //! - Each port holds two connections: one for producers, admin and checkpoints, one for
@@ -98,7 +122,9 @@
 //! - [`durable_consumer_name`] and [`consumer_group_for`]: Fluvio-safe ids of durable
 //!   subscriptions and of a group on a topic.
 //! - [`fluvio_endpoint_from_env`]: the endpoint tests and tools connect to.
-//! - [`prompt_connector`]: the socket setup of the port's connections, for raw clients.
+//! - [`prompt_connector`]: the socket setup of the port's connections, for raw clients;
+//!   `prompt_tls_connector` (feature `tls`) the same with TLS, and
+//!   [`FluvioConfig::connector`] whichever of the two a config asks for.
 
 mod catalog;
 mod checkpoint;
@@ -123,12 +149,14 @@ pub mod stream_shard;
 mod tail;
 #[doc(hidden)]
 pub mod testing;
+mod tls;
 mod topic;
 
 pub use config::{
     fluvio_endpoint_from_env, FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, ENDPOINT_ENV,
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
+pub use config::{TlsConfig, TLS_CA_ENV, TLS_CERT_ENV, TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV};
 pub use config::{
     BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV,
 };
@@ -137,5 +165,7 @@ pub use layout::LAYOUTS_TOPIC;
 pub use port::FluvioStoragePort;
 pub use retention::DEAD_LETTER_RETENTION;
 pub use socket::prompt_connector;
+#[cfg(feature = "tls")]
+pub use socket::prompt_tls_connector;
 pub use stream_shard::TOPIC_SHARDS_ENV;
 pub use topic::{consumer_group_for, durable_consumer_name};

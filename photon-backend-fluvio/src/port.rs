@@ -99,15 +99,17 @@ impl FluvioStoragePort {
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a value that cannot work
-    /// ([`FluvioConfig::validate`]); [`photon_core::PhotonError::Unavailable`] when the
-    /// cluster cannot be reached in 20 s.
+    /// ([`FluvioConfig::validate`], which reads the TLS files);
+    /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached in 20 s
+    /// or a TLS handshake fails (the message names the cause).
     pub async fn connect(config: FluvioConfig) -> Result<Self> {
-        config.validate()?;
-        let publish = Connection::open(Role::Publish, &config.endpoint).await?;
+        crate::env::validate_settings(&config)?;
+        let connector = config.connector()?;
+        let publish = Connection::open(Role::Publish, &config.endpoint, connector.clone()).await?;
         let fluvio = publish.current();
         ensure_topic(&fluvio, &config, &checkpoints_topic_name(&config.prefix)).await?;
         ensure_topic(&fluvio, &config, &snapshot_topic_name(&config.prefix)).await?;
-        let stream = Connection::open(Role::Stream, &config.endpoint).await?;
+        let stream = Connection::open(Role::Stream, &config.endpoint, connector).await?;
         let (mirror, updates) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             permits: Arc::new(Semaphore::new(config.max_in_flight)),

@@ -8,7 +8,7 @@
 //! | `mem` (default) | in-process, for development and tests |
 //! | `sqlite` | one durable process (`SqliteStoragePort`) |
 //! | `nats` | NATS JetStream (`NatsStoragePort`) |
-//! | `fluvio` | Fluvio (`FluvioStoragePort`) |
+//! | `fluvio` | Fluvio (`FluvioStoragePort`); with `fluvio-tls` (default) over TLS when configured |
 //! | `postgres` | PostgreSQL, shared by many processes (`PostgresStoragePort`) |
 //!
 //! The feature `testing` (off by default) adds `photon::testing`, helpers for your own tests.

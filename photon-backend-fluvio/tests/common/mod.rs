@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -75,8 +77,10 @@ impl PortFactory for FluvioFactory {
         let fluvio_topic = rest
             .and_then(|rest| rest.strip_prefix("f1:"))
             .ok_or_else(|| failed("event id", &next_to.event_id))?;
+        // Through the port's connector: over TLS when the environment asks for it.
+        let connector = self.builder().resolve()?.connector()?;
         let cluster = fluvio::FluvioClusterConfig::new(self.endpoint.clone());
-        let client = fluvio::Fluvio::connect_with_config(&cluster)
+        let client = fluvio::Fluvio::connect_with_connector(connector, &cluster)
             .await
             .map_err(|err| failed("connect", &err))?;
         let producer = client
