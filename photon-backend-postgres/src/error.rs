@@ -1,6 +1,6 @@
 //! PostgreSQL errors as Photon errors: a lost connection, a server shutting down, a full
 //! server, a deadlock, a serialization failure or a lock wait that outlasted the session's
-//! `lock_timeout` are retryable; the rest is not.
+//! `lock_timeout` are retryable; the rest is not (a refused TLS certificate neither).
 
 use photon_core::PhotonError;
 use tokio_postgres::error::SqlState;
@@ -12,6 +12,10 @@ pub(crate) const LABEL: &str = "postgres";
 pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
     if error.is_closed() {
         return true;
+    }
+    #[cfg(feature = "tls")]
+    if crate::tls::is_refused_certificate(error) {
+        return false;
     }
     match error.code() {
         // No server error code: the connection itself failed (refused, reset, timed out).

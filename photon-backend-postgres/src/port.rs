@@ -108,7 +108,8 @@ impl PostgresStoragePort {
     /// schema.
     pub async fn open(config: PostgresConfig) -> Result<Self> {
         config.validate()?;
-        let pool = connection::pool(&config)?;
+        let server = connection::Server::new(&config)?;
+        let pool = server.pool(config.pool_size)?;
         {
             let mut client = pool
                 .get()
@@ -119,9 +120,17 @@ impl PostgresStoragePort {
         }
         let heads = Arc::new(CommitWakers::default());
         let (stop, stopped) = watch::channel(());
-        listen::start(config.clone(), Arc::clone(&heads), stopped.clone()).await?;
+        listen::start(
+            server.clone(),
+            config.schema.clone(),
+            Arc::clone(&heads),
+            stopped.clone(),
+        )
+        .await?;
+        // The writer lanes on connections of their own: page reads and transactional
+        // handlers holding the read pool must not hold up appends and checkpoint commits.
         let lanes = Lanes::new(
-            pool.clone(),
+            server.pool(config.writer_connections)?,
             Arc::clone(&heads),
             config.max_batch,
             listen::channel(&config.schema),
@@ -137,10 +146,9 @@ impl PostgresStoragePort {
             inner: Arc::new(Inner {
                 // Leases and heartbeats on connections of their own: a pool busy with page
                 // reads or appends must not let a member's leases lapse.
-                coordination: Arc::new(PostgresCoordination::new(connection::pool_of(
-                    &config,
-                    connection::COORDINATION_CONNECTIONS,
-                )?)),
+                coordination: Arc::new(PostgresCoordination::new(
+                    server.pool(connection::COORDINATION_CONNECTIONS)?,
+                )),
                 config,
                 pool,
                 lanes,
