@@ -117,6 +117,14 @@ impl Server {
     /// [`PhotonError::Storage`] when it refuses the connection or its certificate is
     /// refused.
     pub(crate) async fn listener(&self) -> Result<(Client, Connection<Socket, Stream>)> {
+        self.connector
+            .connect(&self.listener_config())
+            .await
+            .map_err(|e| pg_error(&format!("connect to {}", self.shown), e))
+    }
+
+    /// The listener's driver configuration: the port's, with TCP keepalive.
+    fn listener_config(&self) -> tokio_postgres::Config {
         let mut pg = self.pg.clone();
         pg.keepalives(true);
         pg.keepalives_idle(pg.get_keepalives_idle().min(LISTENER_KEEPALIVE_IDLE));
@@ -126,10 +134,7 @@ impl Server {
         if pg.get_keepalives_retries().is_none() {
             pg.keepalives_retries(LISTENER_KEEPALIVE_RETRIES);
         }
-        self.connector
-            .connect(&pg)
-            .await
-            .map_err(|e| pg_error(&format!("connect to {}", self.shown), e))
+        pg
     }
 }
 
@@ -244,5 +249,50 @@ pub(crate) async fn warn_unless_durable(client: &deadpool_postgres::Client) {
         Err(error) => {
             tracing::debug!(error = %crate::error::describe(&error), "cannot read synchronous_commit")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(url: &str) -> Server {
+        Server::new(&PostgresConfig {
+            url: url.to_owned(),
+            ..PostgresConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_listener_has_tcp_keepalive() {
+        let listener = server("postgres://app@db/events").listener_config();
+        assert!(listener.get_keepalives());
+        assert_eq!(listener.get_keepalives_idle(), LISTENER_KEEPALIVE_IDLE);
+        assert_eq!(
+            listener.get_keepalives_interval(),
+            Some(LISTENER_KEEPALIVE_INTERVAL)
+        );
+        assert_eq!(
+            listener.get_keepalives_retries(),
+            Some(LISTENER_KEEPALIVE_RETRIES)
+        );
+        let shorter = server("postgres://app@db/events?keepalives_idle=5&keepalives_retries=9")
+            .listener_config();
+        assert_eq!(shorter.get_keepalives_idle(), Duration::from_secs(5));
+        assert_eq!(shorter.get_keepalives_retries(), Some(9));
+    }
+
+    #[test]
+    fn the_driver_gets_the_mode_without_the_tls_parameters() {
+        let pg = server("postgres://app@db/events?sslmode=disable&application_name=x").pg;
+        assert_eq!(pg.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+        assert_eq!(pg.get_application_name(), Some("x"));
+        let default = server("host=db user=app").pg;
+        assert_eq!(
+            default.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Prefer
+        );
+        assert_eq!(default.get_application_name(), Some("photon"));
     }
 }

@@ -13,8 +13,7 @@ pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
     if error.is_closed() {
         return true;
     }
-    #[cfg(feature = "tls")]
-    if crate::tls::is_refused_certificate(error) {
+    if refused_certificate(error) {
         return false;
     }
     match error.code() {
@@ -34,6 +33,17 @@ pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
                 .contains(code)
         }
     }
+}
+
+/// Whether a TLS certificate was refused (by the port, or by the server).
+fn refused_certificate(error: &tokio_postgres::Error) -> bool {
+    #[cfg(feature = "tls")]
+    return crate::tls::is_refused_certificate(error);
+    #[cfg(not(feature = "tls"))]
+    return {
+        let _ = error;
+        false
+    };
 }
 
 /// A Photon error for a failed PostgreSQL call; `what` says what was being done. The
@@ -73,16 +83,30 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
         text.push_str(&inner.to_string());
         cause = inner.source();
     }
+    #[cfg(feature = "tls")]
+    if let Some(hint) = crate::tls::hint(error) {
+        text.push_str(" (");
+        text.push_str(hint);
+        text.push(')');
+    }
     text
 }
 
-/// No pooled connection could be had: always retryable.
+/// No pooled connection could be had: retryable, unless a TLS certificate was refused
+/// (trying again cannot help).
 pub(crate) fn pool_error(what: &str, error: deadpool_postgres::PoolError) -> PhotonError {
-    let cause = match &error {
-        deadpool_postgres::PoolError::Backend(backend) => describe(backend),
-        other => other.to_string(),
+    let (cause, transient) = match &error {
+        deadpool_postgres::PoolError::Backend(backend) => {
+            (describe(backend), !refused_certificate(backend))
+        }
+        other => (other.to_string(), true),
     };
-    PhotonError::unavailable(LABEL, format!("cannot {what}: {cause}"), error)
+    let message = format!("cannot {what}: {cause}");
+    if transient {
+        PhotonError::unavailable(LABEL, message, error)
+    } else {
+        PhotonError::storage(LABEL, message, error)
+    }
 }
 
 /// The same failure reported to each of several callers (a failed batch).

@@ -287,6 +287,7 @@ fn next_pair(text: &str) -> Option<(&str, String, &str, &str)> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "tls")]
     #[test]
     fn url_form_loses_its_tls_parameters() {
         let split = split(
@@ -310,6 +311,7 @@ mod tests {
         assert_eq!(plain.ssl.mode, SslMode::Disable);
     }
 
+    #[cfg(feature = "tls")]
     #[test]
     fn key_value_form_loses_its_tls_parameters() {
         let split = split(

@@ -113,9 +113,8 @@ impl Connector {
     }
 }
 
-/// Whether `error` is a certificate the connector refused (or a server refusing the
-/// client's): retrying cannot help.
-pub(crate) fn is_refused_certificate(error: &tokio_postgres::Error) -> bool {
+/// The rustls error in `error`'s sources, if any.
+fn rustls_cause(error: &tokio_postgres::Error) -> Option<&rustls::Error> {
     let mut cause = std::error::Error::source(error);
     while let Some(inner) = cause {
         let tls = inner
@@ -123,22 +122,51 @@ pub(crate) fn is_refused_certificate(error: &tokio_postgres::Error) -> bool {
             .and_then(|io| io.get_ref())
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
             .or_else(|| inner.downcast_ref::<rustls::Error>());
-        if let Some(tls) = tls {
-            return matches!(
-                tls,
-                rustls::Error::InvalidCertificate(_)
-                    | rustls::Error::NoCertificatesPresented
-                    | rustls::Error::AlertReceived(
-                        rustls::AlertDescription::BadCertificate
-                            | rustls::AlertDescription::CertificateRequired
-                            | rustls::AlertDescription::UnknownCA
-                            | rustls::AlertDescription::CertificateUnknown
-                    )
-            );
+        if tls.is_some() {
+            return tls;
         }
         cause = inner.source();
     }
-    false
+    None
+}
+
+/// Whether `error` is a certificate the connector refused (or a server refusing the
+/// client's): retrying cannot help.
+pub(crate) fn is_refused_certificate(error: &tokio_postgres::Error) -> bool {
+    matches!(
+        rustls_cause(error),
+        Some(
+            rustls::Error::InvalidCertificate(_)
+                | rustls::Error::NoCertificatesPresented
+                | rustls::Error::AlertReceived(
+                    rustls::AlertDescription::BadCertificate
+                        | rustls::AlertDescription::CertificateRequired
+                        | rustls::AlertDescription::UnknownCA
+                        | rustls::AlertDescription::CertificateUnknown
+                )
+        )
+    )
+}
+
+/// What a refused certificate means for the configuration, when that is clear.
+pub(crate) fn hint(error: &tokio_postgres::Error) -> Option<&'static str> {
+    use rustls::{AlertDescription, CertificateError, Error};
+    match rustls_cause(error)? {
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => Some(
+            "the server's certificate is not signed by a root of sslrootcert (or of the \
+             platform's store when sslrootcert is absent or `system`)",
+        ),
+        Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => Some(
+            "the host connected to is not a name of the server's certificate \
+             (sslmode=verify-full checks it; verify-ca does not)",
+        ),
+        Error::AlertReceived(
+            AlertDescription::CertificateRequired | AlertDescription::BadCertificate,
+        ) => Some("the server wants a client certificate it accepts (sslcert and sslkey)"),
+        _ => None,
+    }
 }
 
 /// The rustls configuration of `ssl`.
