@@ -40,7 +40,7 @@ use photon_core::wake::CommitWakers;
 /// - Consumer groups span every process using the schema; leases expire on the database
 ///   server's clock.
 ///
-/// Clones share the same writer tasks, pool and listener. The background tasks stop once the
+/// Clones share the same writer tasks, pools and listener. The background tasks stop once the
 /// last clone is dropped (the writer after committing what it holds); streams made from
 /// the port keep reading through the pool.
 #[derive(Clone)]
