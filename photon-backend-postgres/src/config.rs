@@ -408,9 +408,10 @@ impl PostgresStoragePortBuilder {
     /// Connects, creates the schema and tables when missing, and opens the port.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] for a refused value,
-    /// [`photon_core::PhotonError::Unavailable`] when the server cannot be reached,
-    /// [`photon_core::PhotonError::Storage`] when it refuses the schema.
+    /// As [`PostgresStoragePort::open`]: [`photon_core::PhotonError::Config`] for a refused
+    /// value or an unusable certificate file, [`photon_core::PhotonError::Unavailable`] when
+    /// the server cannot be reached, [`photon_core::PhotonError::Storage`] when it refuses
+    /// the schema or a TLS certificate is refused.
     pub async fn build(self) -> Result<PostgresStoragePort> {
         PostgresStoragePort::open(self.config()?).await
     }

@@ -103,9 +103,11 @@ impl PostgresStoragePort {
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a value that cannot work (see
-    /// [`PostgresConfig::validate`]), [`photon_core::PhotonError::Unavailable`] when the
-    /// server cannot be reached, [`photon_core::PhotonError::Storage`] when it refuses the
-    /// schema.
+    /// [`PostgresConfig::validate`]) or a TLS certificate or key file that cannot be used
+    /// (naming `sslrootcert`, `sslcert` or `sslkey` and the path),
+    /// [`photon_core::PhotonError::Unavailable`] when the server cannot be reached,
+    /// [`photon_core::PhotonError::Storage`] when it refuses the schema or a TLS
+    /// certificate is refused (the message names the cause).
     pub async fn open(config: PostgresConfig) -> Result<Self> {
         config.validate()?;
         let server = connection::Server::new(&config)?;

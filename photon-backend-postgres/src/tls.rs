@@ -75,7 +75,10 @@ impl Connector {
         let handshake = Arc::clone(&attempt.handshake);
         match pg.connect(attempt).await {
             Ok(connected) => {
-                if self.mode == SslMode::Prefer && handshake.load(Ordering::Relaxed) == NOT_TRIED {
+                if self.mode == SslMode::Prefer
+                    && handshake.load(Ordering::Relaxed) == NOT_TRIED
+                    && over_tcp(pg)
+                {
                     self.warn_once(
                         "the PostgreSQL server does not offer TLS: connected in clear text \
                          (sslmode=prefer; use sslmode=require to refuse clear text)",
@@ -128,6 +131,16 @@ fn rustls_cause(error: &tokio_postgres::Error) -> Option<&rustls::Error> {
         cause = inner.source();
     }
     None
+}
+
+/// Whether the connection may go over TCP: PostgreSQL offers no TLS on Unix sockets, and a
+/// clear-text connection there is no fallback worth a warning.
+fn over_tcp(pg: &tokio_postgres::Config) -> bool {
+    !pg.get_hostaddrs().is_empty()
+        || pg
+            .get_hosts()
+            .iter()
+            .any(|host| matches!(host, tokio_postgres::config::Host::Tcp(_)))
 }
 
 /// Whether `error` is a certificate the connector refused (or a server refusing the
