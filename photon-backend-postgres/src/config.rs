@@ -11,12 +11,32 @@ use serde::Deserialize;
 use crate::port::PostgresStoragePort;
 
 /// Connection string, as a URL (`postgres://user:password@host:port/database`) or as
-/// `key=value` pairs. Default `postgres://postgres@127.0.0.1:5432/postgres`. TLS is not
-/// supported: use `sslmode=disable` or `prefer` (the default, which then connects in clear).
+/// `key=value` pairs. Default `postgres://postgres@127.0.0.1:5432/postgres`. Its TLS
+/// parameters (with the `tls` feature, on by default):
+///
+/// - `sslmode`: `disable`; `prefer` (the default: TLS without certificate verification when
+///   the server offers it, else clear text with a warning); `require` (TLS without
+///   certificate verification, or as `verify-ca` when `sslrootcert` is given); `verify-ca`
+///   (the server's chain checked against the roots, its name not); `verify-full` (chain and
+///   host name checked).
+/// - `sslrootcert`: a PEM file of trusted CA certificates, or `system` for the platform's
+///   store (also used when `sslrootcert` is absent).
+/// - `sslcert` and `sslkey`: a client certificate (PEM chain) and its private key (PEM),
+///   both or neither.
+///
+/// Without the `tls` feature only `sslmode=disable` and `prefer` (then clear text) are
+/// accepted. A refused value is a `PhotonError::Config` naming the parameter; a certificate
+/// file that cannot be used names the parameter and the path (when the port opens).
 pub const PHOTON_POSTGRES_URL: &str = "PHOTON_POSTGRES_URL";
-/// Most pooled connections (appends, reads, groups), a count. Default 8. The live tail
-/// holds one more connection of its own.
+/// Most connections of the page-read pool (replay pages, queries, checkpoint loads,
+/// transactional handlers, retention sweeps), a count. Default 8. The writer has
+/// [`PHOTON_POSTGRES_WRITER_CONNECTIONS`] of its own, consumer-group coordination two, the
+/// live tail's listener one.
 pub const PHOTON_POSTGRES_POOL_SIZE: &str = "PHOTON_POSTGRES_POOL_SIZE";
+/// Most connections of the writer (each writer lane runs one transaction at a time on one
+/// of them: appends, checkpoint commits, truncations), a count. Default 4. As many lanes
+/// can wait for a lock at once.
+pub const PHOTON_POSTGRES_WRITER_CONNECTIONS: &str = "PHOTON_POSTGRES_WRITER_CONNECTIONS";
 /// Schema holding Photon's tables, created when missing: lowercase letters, digits and
 /// `_`, at most 56 characters, not starting with a digit. Default `photon`.
 pub const PHOTON_POSTGRES_SCHEMA: &str = "PHOTON_POSTGRES_SCHEMA";
@@ -64,8 +84,10 @@ pub const PHOTON_POSTGRES_RETENTION_INTERVAL: &str = "PHOTON_POSTGRES_RETENTION_
 pub struct PostgresConfig {
     /// Connection string.
     pub url: String,
-    /// Most pooled connections.
+    /// Most connections of the page-read pool.
     pub pool_size: usize,
+    /// Most connections of the writer lanes.
+    pub writer_connections: usize,
     /// Schema of Photon's tables.
     pub schema: String,
     /// Longest wait for a connection.
@@ -105,6 +127,7 @@ impl Default for PostgresConfig {
         Self {
             url: DEFAULT_URL.to_owned(),
             pool_size: 8,
+            writer_connections: 4,
             schema: "photon".to_owned(),
             connect_timeout: Duration::from_secs(10),
             lock_timeout: Duration::from_secs(5),
@@ -125,6 +148,7 @@ impl std::fmt::Debug for PostgresConfig {
         f.debug_struct("PostgresConfig")
             .field("url", &crate::env::redact(&self.url))
             .field("pool_size", &self.pool_size)
+            .field("writer_connections", &self.writer_connections)
             .field("schema", &self.schema)
             .field("connect_timeout", &self.connect_timeout)
             .field("lock_timeout", &self.lock_timeout)
@@ -170,7 +194,8 @@ impl PostgresConfig {
 /// | setting | variable | default |
 /// |---|---|---|
 /// | [`url`](Self::url) | `PHOTON_POSTGRES_URL` | `postgres://postgres@127.0.0.1:5432/postgres` |
-/// | [`pool_size`](Self::pool_size) (appends, page reads, checkpoints; consumer-group leases have two connections of their own, the listener one) | `PHOTON_POSTGRES_POOL_SIZE` | 8 |
+/// | [`pool_size`](Self::pool_size) (page reads, queries, transactional handlers; consumer-group leases have two connections of their own, the listener one) | `PHOTON_POSTGRES_POOL_SIZE` | 8 |
+/// | [`writer_connections`](Self::writer_connections) (appends, checkpoint commits) | `PHOTON_POSTGRES_WRITER_CONNECTIONS` | 4 |
 /// | [`schema`](Self::schema) | `PHOTON_POSTGRES_SCHEMA` | `photon` |
 /// | [`connect_timeout`](Self::connect_timeout) | `PHOTON_POSTGRES_CONNECT_TIMEOUT` | `10s` |
 /// | [`lock_timeout`](Self::lock_timeout) | `PHOTON_POSTGRES_LOCK_TIMEOUT` | `5s` |
@@ -187,6 +212,7 @@ impl PostgresConfig {
 pub struct PostgresStoragePortBuilder {
     pub(crate) url: Option<String>,
     pub(crate) pool_size: Option<usize>,
+    pub(crate) writer_connections: Option<usize>,
     pub(crate) schema: Option<String>,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) lock_timeout: Option<Duration>,
@@ -226,13 +252,25 @@ impl PostgresStoragePortBuilder {
         self
     }
 
-    /// Most pooled connections.
+    /// Most connections of the page-read pool (replay pages, queries, checkpoint loads,
+    /// transactional handlers, retention sweeps).
     ///
     /// ```
     /// let builder = photon_backend_postgres::PostgresStoragePort::builder().pool_size(16);
     /// ```
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = Some(size);
+        self
+    }
+
+    /// Most connections of the writer: each writer lane (one per topic being written, one
+    /// for checkpoint commits) runs one transaction at a time on one of them.
+    ///
+    /// ```
+    /// let builder = photon_backend_postgres::PostgresStoragePort::builder().writer_connections(2);
+    /// ```
+    pub fn writer_connections(mut self, count: usize) -> Self {
+        self.writer_connections = Some(count);
         self
     }
 
@@ -370,9 +408,10 @@ impl PostgresStoragePortBuilder {
     /// Connects, creates the schema and tables when missing, and opens the port.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] for a refused value,
-    /// [`photon_core::PhotonError::Unavailable`] when the server cannot be reached,
-    /// [`photon_core::PhotonError::Storage`] when it refuses the schema.
+    /// As [`PostgresStoragePort::open`]: [`photon_core::PhotonError::Config`] for a refused
+    /// value or an unusable certificate file, [`photon_core::PhotonError::Unavailable`] when
+    /// the server cannot be reached, [`photon_core::PhotonError::Storage`] when it refuses
+    /// the schema or a TLS certificate is refused.
     pub async fn build(self) -> Result<PostgresStoragePort> {
         PostgresStoragePort::open(self.config()?).await
     }

@@ -13,7 +13,7 @@ use crate::config::{
     PHOTON_POSTGRES_PAGE_SIZE, PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
     PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
     PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
-    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
+    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL, PHOTON_POSTGRES_WRITER_CONNECTIONS,
 };
 
 /// Every count accepted, from 1.
@@ -67,6 +67,11 @@ impl PostgresStoragePortBuilder {
                 self.pool_size,
                 PHOTON_POSTGRES_POOL_SIZE,
                 defaults.pool_size,
+            )?,
+            writer_connections: count(
+                self.writer_connections,
+                PHOTON_POSTGRES_WRITER_CONNECTIONS,
+                defaults.writer_connections,
             )?,
             schema,
             connect_timeout: duration(
@@ -132,6 +137,11 @@ pub(crate) fn validate(config: &PostgresConfig) -> Result<()> {
     check_url("url", &config.url)?;
     check_schema("schema", &config.schema)?;
     check_count("pool_size", config.pool_size as u64, POSITIVE)?;
+    check_count(
+        "writer_connections",
+        config.writer_connections as u64,
+        POSITIVE,
+    )?;
     check_count("max_batch", config.max_batch as u64, POSITIVE)?;
     check_count("page_size", config.page_size as u64, POSITIVE)?;
     check_count(
@@ -172,17 +182,10 @@ pub(crate) fn validate(config: &PostgresConfig) -> Result<()> {
 /// PostgreSQL's largest `lock_timeout` (an `int` of milliseconds).
 const MAX_LOCK_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
-/// Refuses a connection string PostgreSQL cannot read; the refused value is shown
-/// without its password.
+/// Refuses a connection string PostgreSQL cannot read, or a refused TLS parameter; the
+/// refused value is shown without its password.
 fn check_url(variable: &str, url: &str) -> Result<()> {
-    match url.parse::<tokio_postgres::Config>() {
-        Ok(_) => Ok(()),
-        Err(error) => Err(PhotonError::config(
-            variable,
-            redact(url),
-            format!("a PostgreSQL connection string ({error})"),
-        )),
-    }
+    crate::connection::check_url(variable, url)
 }
 
 fn check_schema(variable: &str, schema: &str) -> Result<()> {
@@ -271,6 +274,7 @@ mod tests {
             &[
                 (PHOTON_POSTGRES_URL, "postgres://app:secret@db:6432/events"),
                 (PHOTON_POSTGRES_POOL_SIZE, "3"),
+                (PHOTON_POSTGRES_WRITER_CONNECTIONS, "2"),
                 (PHOTON_POSTGRES_SCHEMA, "orders_2"),
                 (PHOTON_POSTGRES_CONNECT_TIMEOUT, "2s"),
                 (PHOTON_POSTGRES_LOCK_TIMEOUT, "750ms"),
@@ -287,6 +291,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.url, "postgres://app:secret@db:6432/events");
         assert_eq!(config.pool_size, 3);
+        assert_eq!(config.writer_connections, 2);
         assert_eq!(config.schema, "orders_2");
         assert_eq!(config.connect_timeout, Duration::from_secs(2));
         assert_eq!(config.lock_timeout, Duration::from_millis(750));

@@ -1,6 +1,6 @@
 //! PostgreSQL errors as Photon errors: a lost connection, a server shutting down, a full
 //! server, a deadlock, a serialization failure or a lock wait that outlasted the session's
-//! `lock_timeout` are retryable; the rest is not.
+//! `lock_timeout` are retryable; the rest is not (a refused TLS certificate neither).
 
 use photon_core::PhotonError;
 use tokio_postgres::error::SqlState;
@@ -12,6 +12,9 @@ pub(crate) const LABEL: &str = "postgres";
 pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
     if error.is_closed() {
         return true;
+    }
+    if refused_certificate(error) {
+        return false;
     }
     match error.code() {
         // No server error code: the connection itself failed (refused, reset, timed out).
@@ -30,6 +33,17 @@ pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
                 .contains(code)
         }
     }
+}
+
+/// Whether a TLS certificate was refused (by the port, or by the server).
+fn refused_certificate(error: &tokio_postgres::Error) -> bool {
+    #[cfg(feature = "tls")]
+    return crate::tls::is_refused_certificate(error);
+    #[cfg(not(feature = "tls"))]
+    return {
+        let _ = error;
+        false
+    };
 }
 
 /// A Photon error for a failed PostgreSQL call; `what` says what was being done. The
@@ -69,16 +83,30 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
         text.push_str(&inner.to_string());
         cause = inner.source();
     }
+    #[cfg(feature = "tls")]
+    if let Some(hint) = crate::tls::hint(error) {
+        text.push_str(" (");
+        text.push_str(hint);
+        text.push(')');
+    }
     text
 }
 
-/// No pooled connection could be had: always retryable.
+/// No pooled connection could be had: retryable, unless a TLS certificate was refused
+/// (trying again cannot help).
 pub(crate) fn pool_error(what: &str, error: deadpool_postgres::PoolError) -> PhotonError {
-    let cause = match &error {
-        deadpool_postgres::PoolError::Backend(backend) => describe(backend),
-        other => other.to_string(),
+    let (cause, transient) = match &error {
+        deadpool_postgres::PoolError::Backend(backend) => {
+            (describe(backend), !refused_certificate(backend))
+        }
+        other => (other.to_string(), true),
     };
-    PhotonError::unavailable(LABEL, format!("cannot {what}: {cause}"), error)
+    let message = format!("cannot {what}: {cause}");
+    if transient {
+        PhotonError::unavailable(LABEL, message, error)
+    } else {
+        PhotonError::storage(LABEL, message, error)
+    }
 }
 
 /// The same failure reported to each of several callers (a failed batch).

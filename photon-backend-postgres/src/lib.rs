@@ -61,7 +61,16 @@
 //! Configuration: [`PostgresStoragePortBuilder`] (its docs list every setting, variable
 //! and default), falling back to the `PHOTON_POSTGRES_*` variables in Photon's one
 //! dialect (`photon_core::config`), then to defaults; or a deserialized
-//! [`PostgresConfig`]. TLS is not supported yet.
+//! [`PostgresConfig`].
+//!
+//! - **Connections**: each port has a page-read pool (`pool_size`), a writer pool
+//!   (`writer_connections`), two connections for consumer-group coordination and one
+//!   listening connection (with TCP keepalive), so that no kind of work starves another.
+//! - **TLS** (feature `tls`, on by default): rustls, configured by the connection string's
+//!   `sslmode` (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`, as libpq),
+//!   `sslrootcert` (a PEM file, or `system` for the platform's store, the default roots),
+//!   `sslcert` and `sslkey` (a client certificate); every connection of the port uses it.
+//!   See [`PHOTON_POSTGRES_URL`].
 
 mod catalog;
 mod checkpoint;
@@ -81,6 +90,9 @@ mod query;
 mod retention;
 mod row;
 mod schema;
+mod ssl;
+#[cfg(feature = "tls")]
+mod tls;
 mod topic;
 mod transaction;
 mod writer;
@@ -91,7 +103,7 @@ pub use config::{
     PHOTON_POSTGRES_PAGE_SIZE, PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
     PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
     PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
-    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL,
+    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL, PHOTON_POSTGRES_WRITER_CONNECTIONS,
 };
 pub use port::PostgresStoragePort;
 /// The PostgreSQL driver whose transactions transactional handlers and [`publish_in_tx`]

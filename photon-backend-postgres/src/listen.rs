@@ -1,5 +1,6 @@
-//! The live tail's listener: one connection per port outside the pool that `LISTEN`s on
-//! the schema's channel. Every append transaction (of any process) sends the names of the
+//! The live tail's listener: one connection per port outside the pools that `LISTEN`s on
+//! the schema's channel, with TCP keepalive (a connection that died silently is noticed
+//! and replaced). Every append transaction (of any process) sends the names of the
 //! topics it appended to with `NOTIFY`, which PostgreSQL delivers after the commit; the
 //! listener wakes those topics' subscribers.
 //!
@@ -16,8 +17,7 @@ use photon_core::Result;
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::{AsyncMessage, Client};
 
-use crate::config::PostgresConfig;
-use crate::connection::connect;
+use crate::connection::Server;
 use crate::error::{describe, pg_error};
 use photon_core::wake::CommitWakers;
 
@@ -34,8 +34,8 @@ struct Listening {
 }
 
 /// Connects and listens; the connection is driven by a task of its own.
-async fn listen(config: &PostgresConfig) -> Result<Listening> {
-    let (client, mut connection) = connect(config).await?;
+async fn listen(server: &Server, schema: &str) -> Result<Listening> {
+    let (client, mut connection) = server.listener().await?;
     let (sender, topics) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -55,7 +55,7 @@ async fn listen(config: &PostgresConfig) -> Result<Listening> {
         }
     });
     client
-        .batch_execute(&format!("LISTEN {}", channel(&config.schema)))
+        .batch_execute(&format!("LISTEN {}", channel(schema)))
         .await
         .map_err(|e| pg_error("listen for appends", e))?;
     Ok(Listening {
@@ -70,17 +70,19 @@ async fn listen(config: &PostgresConfig) -> Result<Listening> {
 /// # Errors
 /// When the first connection cannot be made.
 pub(crate) async fn start(
-    config: PostgresConfig,
+    server: Server,
+    schema: String,
     heads: Arc<CommitWakers>,
     stop: watch::Receiver<()>,
 ) -> Result<()> {
-    let first = listen(&config).await?;
-    tokio::spawn(run(config, heads, stop, first));
+    let first = listen(&server, &schema).await?;
+    tokio::spawn(run(server, schema, heads, stop, first));
     Ok(())
 }
 
 async fn run(
-    config: PostgresConfig,
+    server: Server,
+    schema: String,
     heads: Arc<CommitWakers>,
     mut stop: watch::Receiver<()>,
     mut listening: Listening,
@@ -101,7 +103,7 @@ async fn run(
                 _ = stop.changed() => return,
                 () = tokio::time::sleep(pause) => {}
             }
-            match listen(&config).await {
+            match listen(&server, &schema).await {
                 Ok(listening) => break listening,
                 Err(error) => {
                     tracing::warn!(%error, "postgres listener cannot reconnect; will retry");

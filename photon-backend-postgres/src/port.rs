@@ -40,7 +40,7 @@ use photon_core::wake::CommitWakers;
 /// - Consumer groups span every process using the schema; leases expire on the database
 ///   server's clock.
 ///
-/// Clones share the same writer tasks, pool and listener. The background tasks stop once the
+/// Clones share the same writer tasks, pools and listener. The background tasks stop once the
 /// last clone is dropped (the writer after committing what it holds); streams made from
 /// the port keep reading through the pool.
 #[derive(Clone)]
@@ -103,12 +103,15 @@ impl PostgresStoragePort {
     ///
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a value that cannot work (see
-    /// [`PostgresConfig::validate`]), [`photon_core::PhotonError::Unavailable`] when the
-    /// server cannot be reached, [`photon_core::PhotonError::Storage`] when it refuses the
-    /// schema.
+    /// [`PostgresConfig::validate`]) or a TLS certificate or key file that cannot be used
+    /// (naming `sslrootcert`, `sslcert` or `sslkey` and the path),
+    /// [`photon_core::PhotonError::Unavailable`] when the server cannot be reached,
+    /// [`photon_core::PhotonError::Storage`] when it refuses the schema or a TLS
+    /// certificate is refused (the message names the cause).
     pub async fn open(config: PostgresConfig) -> Result<Self> {
         config.validate()?;
-        let pool = connection::pool(&config)?;
+        let server = connection::Server::new(&config)?;
+        let pool = server.pool(config.pool_size)?;
         {
             let mut client = pool
                 .get()
@@ -119,9 +122,17 @@ impl PostgresStoragePort {
         }
         let heads = Arc::new(CommitWakers::default());
         let (stop, stopped) = watch::channel(());
-        listen::start(config.clone(), Arc::clone(&heads), stopped.clone()).await?;
+        listen::start(
+            server.clone(),
+            config.schema.clone(),
+            Arc::clone(&heads),
+            stopped.clone(),
+        )
+        .await?;
+        // The writer lanes on connections of their own: page reads and transactional
+        // handlers holding the read pool must not hold up appends and checkpoint commits.
         let lanes = Lanes::new(
-            pool.clone(),
+            server.pool(config.writer_connections)?,
             Arc::clone(&heads),
             config.max_batch,
             listen::channel(&config.schema),
@@ -137,10 +148,9 @@ impl PostgresStoragePort {
             inner: Arc::new(Inner {
                 // Leases and heartbeats on connections of their own: a pool busy with page
                 // reads or appends must not let a member's leases lapse.
-                coordination: Arc::new(PostgresCoordination::new(connection::pool_of(
-                    &config,
-                    connection::COORDINATION_CONNECTIONS,
-                )?)),
+                coordination: Arc::new(PostgresCoordination::new(
+                    server.pool(connection::COORDINATION_CONNECTIONS)?,
+                )),
                 config,
                 pool,
                 lanes,

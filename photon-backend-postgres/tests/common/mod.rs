@@ -11,12 +11,15 @@ use photon_backend_postgres::{PostgresStoragePort, PostgresStoragePortBuilder};
 use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 use photon_testkit::PortFactory;
 
-/// The test server's connection string.
+/// The test server's connection string (`sslmode=disable` unless `PHOTON_POSTGRES_URL`
+/// says otherwise).
 pub fn url() -> String {
     std::env::var("PHOTON_POSTGRES_URL")
         .ok()
         .filter(|url| !url.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+        // Clear text by default, as before TLS came: CI runs the conformance suite a second
+        // time with `sslmode=require`, and `tests/tls.rs` sets its own modes.
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test?sslmode=disable".to_owned())
 }
 
 /// A fresh schema name.
@@ -25,11 +28,34 @@ pub fn fresh_schema() -> String {
     format!("photon_t_{}", &unique[..16])
 }
 
-/// A connection outside any port, driven by a task of its own.
+/// `url` without its TLS parameters (`ssl...`), which the driver alone may refuse
+/// (`verify-full`, `sslrootcert`): the tests' own connections are in clear text.
+pub fn without_tls(url: &str) -> String {
+    let is_tls = |pair: &&str| pair.trim_start().starts_with("ssl");
+    match url.split_once('?') {
+        Some((base, query)) => {
+            let kept: Vec<&str> = query.split('&').filter(|pair| !is_tls(pair)).collect();
+            if kept.is_empty() {
+                base.to_owned()
+            } else {
+                format!("{base}?{}", kept.join("&"))
+            }
+        }
+        None if url.contains("://") => url.to_owned(),
+        None => url
+            .split_whitespace()
+            .filter(|pair| !is_tls(pair))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// A connection outside any port (in clear text), driven by a task of its own.
 pub async fn admin(
     url: &str,
 ) -> std::result::Result<tokio_postgres::Client, tokio_postgres::Error> {
-    let mut config: tokio_postgres::Config = url.parse()?;
+    let mut config: tokio_postgres::Config = without_tls(url).parse()?;
+    config.ssl_mode(tokio_postgres::config::SslMode::Disable);
     config.connect_timeout(Duration::from_secs(3));
     config.application_name("photon-test-admin");
     let (client, connection) = config.connect(tokio_postgres::NoTls).await?;

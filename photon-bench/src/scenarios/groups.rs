@@ -100,7 +100,11 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures
             Ok(measured)
         }
         "postgres" => {
-            let url = photon_backend_postgres::PostgresConfig::from_env()?.url;
+            // In clear text, as the `postgres` adapter of the comparison.
+            let url = super::postgres::with_sslmode(
+                &photon_backend_postgres::PostgresConfig::from_env()?.url,
+                "disable",
+            );
             let schema = super::postgres::fresh_schema("benchgroups");
             let admin = super::postgres::connect(&url, &schema).await?;
             let measured = run_on(adapter, options, || {

@@ -24,7 +24,15 @@ use crate::report::{AdapterFigures, BaselineKind, LatencyRow, ThroughputRow};
 use turns::{in_turns, side, Side};
 
 /// The adapters this harness knows, in report order.
-pub const ADAPTERS: &[&str] = &["mem", "sqlite", "postgres", "nats", "fluvio"];
+/// (`postgres` runs in clear text, `postgres-tls` with TLS on both sides.)
+pub const ADAPTERS: &[&str] = &[
+    "mem",
+    "sqlite",
+    "postgres",
+    "postgres-tls",
+    "nats",
+    "fluvio",
+];
 
 /// Runs one adapter's scenario.
 ///
@@ -37,7 +45,8 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures
         "sqlite" => sqlite::run(options).await,
         "nats" => nats::run(options).await,
         "fluvio" => fluvio::run(options).await,
-        "postgres" => postgres::run(options).await,
+        "postgres" => postgres::run(options, false).await,
+        "postgres-tls" => postgres::run(options, true).await,
         other => Err(photon_core::PhotonError::InvalidInput(format!(
             "unknown adapter {other:?}; known: {}",
             ADAPTERS.join(", ")

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use photon_backend_postgres::{PostgresConfig, PostgresStoragePort};
 use photon_core::{PhotonError, Result};
 use tokio_postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::{compare, raw_end_to_end_rate, PhotonSide, RawClient};
 use crate::latency::Latencies;
@@ -24,15 +25,16 @@ use crate::report::AdapterFigures;
 
 const RAW_PAGE: i64 = 512;
 
-/// Runs the postgres scenario.
+/// Runs the postgres scenario: in clear text, or with TLS on both sides when `tls`.
 ///
 /// # Errors
 /// [`PhotonError::Unavailable`] when the server cannot be reached; publish and read errors.
-pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
+pub async fn run(options: &BenchOptions, tls: bool) -> Result<AdapterFigures> {
     let schema = fresh_schema("bench");
-    let config = PostgresConfig::from_env()?;
+    let mut config = PostgresConfig::from_env()?;
+    config.url = with_sslmode(&config.url, if tls { "require" } else { "disable" });
     let admin = connect(&config.url, &schema).await?;
-    let measured = measure(&config, &schema, options).await;
+    let measured = measure(&config, &schema, options, tls).await;
     let dropped = admin
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         .await
@@ -47,6 +49,7 @@ async fn measure(
     config: &PostgresConfig,
     schema: &str,
     options: &BenchOptions,
+    tls: bool,
 ) -> Result<AdapterFigures> {
     let port = PostgresStoragePort::builder()
         .url(&config.url)
@@ -61,7 +64,28 @@ async fn measure(
         connections: config.pool_size.max(1),
     };
     raw.create_table().await?;
-    compare("postgres", &photon, &raw, options).await
+    let adapter = if tls { "postgres-tls" } else { "postgres" };
+    compare(adapter, &photon, &raw, options).await
+}
+
+/// `url` with its `sslmode` (if any) replaced by `mode`.
+pub(crate) fn with_sslmode(url: &str, mode: &str) -> String {
+    let is_mode = |pair: &&str| pair.trim_start().starts_with("sslmode");
+    if url.contains("://") {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut pairs: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty() && !is_mode(pair))
+            .collect();
+        let setting = format!("sslmode={mode}");
+        pairs.push(&setting);
+        format!("{base}?{}", pairs.join("&"))
+    } else {
+        let mut pairs: Vec<&str> = url.split_whitespace().filter(|p| !is_mode(p)).collect();
+        let setting = format!("sslmode={mode}");
+        pairs.push(&setting);
+        pairs.join(" ")
+    }
 }
 
 /// A schema name unique to this run.
@@ -86,17 +110,86 @@ fn raw_error(what: &str, err: impl std::fmt::Display) -> PhotonError {
     PhotonError::InvalidInput(format!("raw tokio-postgres {what}: {err}"))
 }
 
-/// A connection whose `search_path` is `schema`, driven by a task of its own.
+/// A connection whose `search_path` is `schema`, driven by a task of its own; with TLS
+/// (rustls, certificate not verified, as the port's `sslmode=require`) when the URL says
+/// `sslmode=require`.
 pub(crate) async fn connect(url: &str, schema: &str) -> Result<Client> {
     let mut config: tokio_postgres::Config =
         url.parse().map_err(|e| raw_error("read the URL", e))?;
     config.options(format!("-c search_path={schema}"));
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| PhotonError::unavailable("postgres", "raw tokio-postgres connect", e))?;
-    tokio::spawn(connection);
+    let failed = |e| PhotonError::unavailable("postgres", "raw tokio-postgres connect", e);
+    let client = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        let (client, connection) = config.connect(encrypt_only()?).await.map_err(failed)?;
+        tokio::spawn(connection);
+        client
+    } else {
+        let (client, connection) = config.connect(NoTls).await.map_err(failed)?;
+        tokio::spawn(connection);
+        client
+    };
     Ok(client)
+}
+
+/// The raw side's TLS: rustls (ring) accepting any server certificate, checking the
+/// handshake's signatures.
+fn encrypt_only() -> Result<MakeRustlsConnect> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| raw_error("set up TLS", e))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// Accepts every server certificate (the bench measures encryption, not authentication).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> std::result::Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 struct RawPostgres {
