@@ -133,24 +133,16 @@ async fn open_client(endpoint: &str, connector: &DomainConnector) -> Result<Fluv
     }
 }
 
-/// The error of a failed connect: a failed TLS handshake by itself (the client's wrapping
-/// adds nothing), anything else with the client's description.
+/// The error of a failed connect: a TLS failure by itself (the client's wrapping adds
+/// nothing and can hide the cause), anything else with the client's description.
 fn connect_failed(endpoint: &str, err: anyhow::Error) -> PhotonError {
     #[cfg(feature = "tls")]
-    {
-        let handshake = err.chain().find_map(|cause| {
-            cause
-                .downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .and_then(|inner| inner.downcast_ref::<crate::socket::HandshakeFailure>())
-        });
-        if let Some(failure) = handshake {
-            return PhotonError::Unavailable {
-                backend: crate::error::LABEL,
-                message: format!("cannot connect to {endpoint}: {failure}"),
-                source: Some(Box::new(failure.clone())),
-            };
-        }
+    if let Some((cause, source)) = crate::socket::tls_failure(&err) {
+        return PhotonError::Unavailable {
+            backend: crate::error::LABEL,
+            message: format!("cannot connect to {endpoint}: {cause}"),
+            source,
+        };
     }
     unavailable(format!("cannot connect to {endpoint}"), err)
 }

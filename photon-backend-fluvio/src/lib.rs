@@ -96,6 +96,10 @@
 //!   within 10 s (one that does not serve TLS) fails too.
 //! - `prompt_tls_connector` and [`FluvioConfig::connector`] give raw `fluvio` clients the
 //!   port's connector.
+//! - `fluvio-run --tls` serves TLS through a proxy whose hop to the SPU delays
+//!   acknowledgements: a publish-to-subscriber round trip took about 44 ms over it against
+//!   2.3 ms in plain TCP (see `socket.rs`), so group leases of a
+//!   second or less can miss their renewals (the default is 5 s).
 //!
 //! # Connections and failures
 //!

@@ -11,7 +11,8 @@
 //! Publishing, a durable subscription and a consumer group work over TLS; a CA that did not
 //! sign the cluster's certificate, a domain the certificate does not hold and a missing
 //! client certificate each fail at once with an error naming the cause. Skipped (or failed
-//! under `PHOTON_TEST_REQUIRE=fluvio-tls`) without `PHOTON_FLUVIO_TLS_CA`.
+//! under `PHOTON_TEST_REQUIRE=fluvio-tls`) without `PHOTON_FLUVIO_TLS_CA`, except the
+//! handshake deadline, which needs no cluster.
 
 mod common;
 
@@ -19,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use common::certs::{write_cluster_certs, TEST_DOMAIN};
 use common::FluvioFactory;
-use photon_backend_fluvio::{FluvioConfig, FluvioStoragePortBuilder, TLS_CA_ENV};
+use photon_backend_fluvio::{
+    FluvioConfig, FluvioStoragePort, FluvioStoragePortBuilder, TLS_CA_ENV,
+};
 use photon_core::PhotonError;
 use photon_runtime::PhotonBuilder;
 use photon_testkit::{skip_or_fail, take_exact};
@@ -136,6 +139,70 @@ async fn a_wrong_domain_fails_naming_the_name() {
         )
     );
     assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_client_certificate_is_refused_naming_it() {
+    let Some((factory, config)) = tls_cluster().await else {
+        return;
+    };
+    let tls = config.tls.as_ref().expect("TLS settings");
+    // From a config, not the builder: the environment's client certificate stays out.
+    let without_cert: FluvioConfig = serde_json::from_value(json!({
+        "endpoint": config.endpoint,
+        "prefix": factory.prefix,
+        "tls": {"ca": tls.ca, "domain": tls.domain},
+    }))
+    .unwrap();
+    let started = Instant::now();
+    let err = FluvioStoragePort::connect(without_cert).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "fluvio is unavailable: cannot connect to {}: TLS: the server requires a client \
+             certificate (alert CertificateRequired)",
+            config.endpoint
+        )
+    );
+    assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
+}
+
+/// An endpoint that accepts connections and never answers (a plain endpoint waiting for a
+/// request) fails the handshake after its 10 s deadline instead of hanging. Needs no cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_endpoint_fails_the_handshake_after_its_deadline() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = listener.local_addr().unwrap().to_string();
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let certs = tempfile::tempdir().unwrap();
+    let files = write_cluster_certs(certs.path(), TEST_DOMAIN).unwrap();
+    let builder = FluvioStoragePortBuilder::new()
+        .endpoint(endpoint.clone())
+        .tls_ca(&files.ca)
+        .tls_client_cert(&files.client, &files.client_key)
+        .tls_domain(TEST_DOMAIN);
+    let (err, took) = refused(builder).await;
+    holding.abort();
+    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
+             {endpoint} as \"{TEST_DOMAIN}\" failed: no answer within 10s (does the endpoint \
+             serve TLS?)"
+        )
+    );
+    assert!(
+        (Duration::from_secs(10)..CONNECT_TIMEOUT).contains(&took),
+        "failed after {took:?}"
+    );
 }
 
 /// The domain the cluster's certificates were made for.

@@ -1,4 +1,4 @@
-//! Certificates of a TLS test cluster, made with rcgen: a CA, a server certificate for the
+//! Certificates of a TLS test cluster, made with rcgen: a CA (named uniquely), a server certificate for the
 //! SC and the SPUs (`<domain>`, `*.<domain>`, `localhost`, `127.0.0.1`) and a client
 //! certificate, as PEM files. Shared by the TLS tests and the example `fluvio_tls_certs`
 //! (which `scripts/fluvio-local.sh` runs).
@@ -36,8 +36,14 @@ pub fn write_cluster_certs(dir: &Path, domain: &str) -> Result<CertFiles, String
     std::fs::create_dir_all(dir).map_err(|err| failed("create the directory", &err))?;
     let ca_key = KeyPair::generate().map_err(|err| failed("CA key", &err))?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(|err| failed("CA", &err))?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "Photon test CA");
+    // A name of its own: two test CAs never pass for each other by name.
+    let made = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|err| failed("clock", &err))?;
+    ca.distinguished_name.push(
+        DnType::CommonName,
+        format!("Photon test CA {}", made.as_nanos()),
+    );
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
