@@ -191,11 +191,14 @@ fn client_config(ssl: &SslSettings) -> Result<ClientConfig> {
     let builder = match (ssl.mode, &ssl.root_cert) {
         (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, None) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(EncryptOnly { provider })),
+            .with_custom_certificate_verifier(Arc::new(NameUnchecked {
+                roots: None,
+                provider,
+            })),
         (SslMode::Require | SslMode::VerifyCa, root_cert) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly {
-                roots: Arc::new(roots(root_cert.as_ref().unwrap_or(&RootCert::System))?),
+            .with_custom_certificate_verifier(Arc::new(NameUnchecked {
+                roots: Some(roots(root_cert.as_ref().unwrap_or(&RootCert::System))?),
                 provider,
             })),
         (SslMode::VerifyFull, root_cert) => {
@@ -283,67 +286,16 @@ fn roots(root_cert: &RootCert) -> Result<RootCertStore> {
     Ok(roots)
 }
 
-/// `require` without roots: any certificate; the handshake's signatures are still checked.
+/// A verifier that never checks the server's name: `require` without roots (`roots:
+/// None`: any certificate) and `verify-ca` (the chain must lead to one of `roots`). The
+/// handshake's signatures are checked either way.
 #[derive(Debug)]
-struct EncryptOnly {
+struct NameUnchecked {
+    roots: Option<RootCertStore>,
     provider: Arc<CryptoProvider>,
 }
 
-/// `verify-ca`: the chain must lead to a root; the name is not checked.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: Arc<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for NameUnchecked {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -352,14 +304,16 @@ impl ServerCertVerifier for ChainOnly {
         _: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
