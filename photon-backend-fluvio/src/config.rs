@@ -39,6 +39,10 @@ pub const SHARDS_ENV: &str = "PHOTON_FLUVIO_SHARDS";
 /// Environment variable for the retention of created topics, a duration, named as in every
 /// adapter (`PHOTON_<ADAPTER>_RETENTION_MAX_AGE`); [`RETENTION_ENV`] is read too.
 pub const RETENTION_MAX_AGE_ENV: &str = "PHOTON_FLUVIO_RETENTION_MAX_AGE";
+/// Environment variable: when on, dead-letter topics are created with the retention of
+/// every topic instead of [`crate::DEAD_LETTER_RETENTION`] (a flag, default off), named as
+/// in every adapter (`PHOTON_<ADAPTER>_RETENTION_DEAD_LETTERS`).
+pub const RETENTION_DEAD_LETTERS_ENV: &str = "PHOTON_FLUVIO_RETENTION_DEAD_LETTERS";
 /// Environment variable for the producer linger, a duration (default `0ms`).
 pub const LINGER_ENV: &str = "PHOTON_FLUVIO_LINGER";
 /// Environment variable for the producer batch size, a size (default `64KiB`, at least
@@ -165,6 +169,11 @@ pub struct FluvioConfig {
     /// Retention of created topics: segments older than this are removed.
     #[serde(alias = "retention", deserialize_with = "de::duration")]
     pub retention_max_age: Duration,
+    /// Whether dead-letter topics get [`retention_max_age`](Self::retention_max_age) too
+    /// (their letters then go with age); off: they are kept for
+    /// [`crate::DEAD_LETTER_RETENTION`].
+    #[serde(deserialize_with = "de::flag")]
+    pub retention_dead_letters: bool,
     /// Replication factor of created topics.
     pub replicas: u32,
     /// Producer linger: how long a batch waits for more records.
@@ -187,6 +196,7 @@ impl Default for FluvioConfig {
             sync_ack: true,
             replay_cursor: ReplayCursor::StreamSeq,
             retention_max_age: DEFAULT_RETENTION,
+            retention_dead_letters: false,
             replicas: 1,
             linger: Duration::ZERO,
             batch_size: DEFAULT_BATCH_SIZE,
@@ -251,6 +261,7 @@ impl FluvioConfig {
 /// | [`sync_ack`](Self::sync_ack) | [`SYNC_ACK_ENV`] | on |
 /// | [`replay_cursor`](Self::replay_cursor) | [`REPLAY_CURSOR_ENV`] | `stream_seq` |
 /// | [`retention_max_age`](Self::retention_max_age) | [`RETENTION_MAX_AGE_ENV`] or [`RETENTION_ENV`] | `7d` |
+/// | [`retention_dead_letters`](Self::retention_dead_letters) | [`RETENTION_DEAD_LETTERS_ENV`] | off |
 /// | [`replicas`](Self::replicas) | [`REPLICAS_ENV`] | 1 |
 /// | [`linger`](Self::linger) | [`LINGER_ENV`] | `0ms` |
 /// | [`batch_size`](Self::batch_size) | [`BATCH_SIZE_ENV`] | `64KiB` |
@@ -284,6 +295,7 @@ pub struct FluvioStoragePortBuilder {
     pub(crate) sync_ack: Option<bool>,
     pub(crate) replay_cursor: Option<ReplayCursor>,
     pub(crate) retention_max_age: Option<Duration>,
+    pub(crate) retention_dead_letters: Option<bool>,
     pub(crate) replicas: Option<u32>,
     pub(crate) linger: Option<Duration>,
     pub(crate) batch_size: Option<usize>,
@@ -351,6 +363,13 @@ impl FluvioStoragePortBuilder {
     /// `.retention_max_age(Duration::from_secs(3600))`
     pub fn retention_max_age(mut self, retention: Duration) -> Self {
         self.retention_max_age = Some(retention);
+        self
+    }
+
+    /// Whether dead-letter topics get the retention of every topic (on) or are kept for
+    /// [`crate::DEAD_LETTER_RETENTION`] (off, the default). `.retention_dead_letters(true)`
+    pub fn retention_dead_letters(mut self, on: bool) -> Self {
+        self.retention_dead_letters = Some(on);
         self
     }
 

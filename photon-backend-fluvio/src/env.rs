@@ -11,8 +11,8 @@ use photon_core::{PhotonError, Result};
 use crate::config::{
     FluvioConfig, FluvioStoragePortBuilder, ReplayCursor, TlsConfig, BATCH_SIZE_ENV, ENDPOINT_ENV,
     LINGER_ENV, MAX_INFLIGHT_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
-    RETENTION_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV, SYNC_ACK_ENV, TLS_CA_ENV, TLS_CERT_ENV,
-    TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV,
+    RETENTION_DEAD_LETTERS_ENV, RETENTION_ENV, RETENTION_MAX_AGE_ENV, SHARDS_ENV, SYNC_ACK_ENV,
+    TLS_CA_ENV, TLS_CERT_ENV, TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV,
 };
 use crate::retention::MIN_RETENTION;
 use crate::stream_shard::{MAX_TOPIC_SHARDS, TOPIC_SHARDS_ENV};
@@ -90,6 +90,12 @@ impl FluvioStoragePortBuilder {
                         check_retention(found.name, retention)
                     })?
                     .unwrap_or(defaults.retention_max_age),
+            },
+            retention_dead_letters: match self.retention_dead_letters {
+                Some(on) => on,
+                None => env
+                    .flag(&var(RETENTION_DEAD_LETTERS_ENV))?
+                    .unwrap_or(defaults.retention_dead_letters),
             },
             replicas: count(
                 self.replicas.map(u64::from),

@@ -5,7 +5,8 @@
 //! at least 10 s). The active segment is never removed, so a small topic keeps everything.
 //! `truncate_before` is not offered. Dead-letter topics (`*.dlq`, and those marked by
 //! `declare_dead_letter_topic` before they exist) are created with
-//! [`DEAD_LETTER_RETENTION`]; Fluvio cannot change an existing topic's retention.
+//! [`DEAD_LETTER_RETENTION`], unless `retention_dead_letters` is on (then they age like
+//! every topic); Fluvio cannot change an existing topic's retention.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -31,13 +32,15 @@ pub const MIN_RETENTION: Duration = Duration::from_secs(10);
 pub const DEAD_LETTER_RETENTION: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// The configuration a Photon topic's Fluvio topics are created with: a dead-letter topic
-/// (`*.dlq`, or any topic when `dead_letters` says so) gets [`DEAD_LETTER_RETENTION`].
+/// (`*.dlq`, or any topic when `dead_letters` says so) gets [`DEAD_LETTER_RETENTION`]
+/// unless the port's `retention_dead_letters` is on.
 pub(crate) fn topic_config<'a>(
     config: &'a FluvioConfig,
     topic: &str,
     dead_letters: bool,
 ) -> Cow<'a, FluvioConfig> {
-    if dead_letters || photon_core::is_dead_letter_topic(topic) {
+    let dead_letters = dead_letters || photon_core::is_dead_letter_topic(topic);
+    if dead_letters && !config.retention_dead_letters {
         Cow::Owned(FluvioConfig {
             retention_max_age: DEAD_LETTER_RETENTION,
             ..config.clone()
@@ -65,6 +68,10 @@ impl FluvioStoragePort {
     /// [`PhotonError::Unavailable`] when the cluster cannot be reached.
     pub(crate) async fn keep_dead_letters(&self, topic: &str) -> Result<()> {
         let inner = &self.inner;
+        if inner.config.retention_dead_letters {
+            // The user lets dead letters age: nothing to keep.
+            return Ok(());
+        }
         let shards = inner.config.shards;
         let config = topic_config(&inner.config, topic, true);
         for shard in 0..shards {
@@ -103,5 +110,34 @@ mod tests {
     #[test]
     fn policy_in_seconds() {
         assert_eq!(cleanup_policy(DEFAULT_RETENTION).retention_secs(), 604_800);
+    }
+
+    #[test]
+    fn dead_letters_are_kept_unless_the_user_lets_them_age() {
+        let kept = FluvioConfig::default();
+        assert_eq!(
+            topic_config(&kept, "orders.dlq", false).retention_max_age,
+            DEAD_LETTER_RETENTION
+        );
+        assert_eq!(
+            topic_config(&kept, "orders.failed", true).retention_max_age,
+            DEAD_LETTER_RETENTION
+        );
+        assert_eq!(
+            topic_config(&kept, "orders", false).retention_max_age,
+            DEFAULT_RETENTION
+        );
+        let aging = FluvioConfig {
+            retention_dead_letters: true,
+            ..FluvioConfig::default()
+        };
+        assert_eq!(
+            topic_config(&aging, "orders.dlq", false).retention_max_age,
+            DEFAULT_RETENTION
+        );
+        assert_eq!(
+            topic_config(&aging, "orders.failed", true).retention_max_age,
+            DEFAULT_RETENTION
+        );
     }
 }

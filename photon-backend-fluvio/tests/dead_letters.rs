@@ -1,7 +1,8 @@
 //! Dead-letter topics keep their letters: `*.dlq` topics, and topics of another suffix
 //! marked before their first letter, are created with the longest retention Fluvio stores;
 //! a marked topic that already exists with a shorter one is a configuration error naming
-//! it, since Fluvio cannot change a topic's retention.
+//! it, since Fluvio cannot change a topic's retention. With `retention_dead_letters` on,
+//! they age like every topic.
 
 mod common;
 
@@ -83,4 +84,38 @@ async fn dead_letter_topics_are_created_kept() {
         "{refused}"
     );
     assert!(refused.to_string().contains(&shard0), "{refused}");
+}
+
+/// With `retention_dead_letters` on, dead-letter topics age like every topic, and marking
+/// an existing topic is no longer an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_age_when_the_user_asks() {
+    let Some(factory) = FluvioFactory::from_env(1).await else {
+        return;
+    };
+    let hour = 3600;
+    let port = factory
+        .builder()
+        .retention_max_age(std::time::Duration::from_secs(u64::from(hour)))
+        .retention_dead_letters(true)
+        .build()
+        .await
+        .unwrap();
+    let client = Fluvio::connect_with_config(&FluvioClusterConfig::new(factory.endpoint.clone()))
+        .await
+        .unwrap();
+    let prefix = &factory.prefix;
+    port.append(draft("orders.dlq")).await.unwrap();
+    port.declare_dead_letter_topic("orders.failed")
+        .await
+        .unwrap();
+    port.append(draft("orders.failed")).await.unwrap();
+    port.append(draft("payments.failed")).await.unwrap();
+    port.declare_dead_letter_topic("payments.failed")
+        .await
+        .unwrap();
+    for topic in ["orders.dlq", "orders.failed", "payments.failed"] {
+        let name = fluvio_topic_name(prefix, topic, 0, 1);
+        assert_eq!(retention_secs(&client, &name).await, hour, "{topic}");
+    }
 }

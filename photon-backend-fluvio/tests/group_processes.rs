@@ -96,3 +96,14 @@ async fn group_handlers_hold_through_joins_kills_and_freezes_three_shards() {
         .handlers_hold_through_joins_kills_and_freezes()
         .await;
 }
+
+/// Seeded schedules of joins, SIGKILLs and SIGSTOPs of member and publisher processes
+/// (`photon_testkit::composition::ProcessSchedule`), checked from the processes' logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_composition() {
+    let Some(factory) = FluvioFactory::from_env(1).await else {
+        return;
+    };
+    let directory = tempfile::tempdir().unwrap();
+    harness(&factory, &directory).composition().await;
+}

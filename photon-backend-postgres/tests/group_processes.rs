@@ -74,3 +74,13 @@ async fn group_handlers_hold_through_joins_kills_and_freezes() {
             .await;
     }
 }
+
+/// Seeded schedules of joins, SIGKILLs and SIGSTOPs of member and publisher processes
+/// (`photon_testkit::composition::ProcessSchedule`), checked from the processes' logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_composition() {
+    let directory = tempfile::tempdir().unwrap();
+    if let Some((harness, _factory)) = harness(&directory).await {
+        harness.composition().await;
+    }
+}

@@ -13,7 +13,7 @@
 //! order, an event is handled again only under a later epoch, and every member killed or
 //! frozen has each of its partitions taken over within the lease + 2 s.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,9 +22,12 @@ use futures::future::BoxFuture;
 use photon_core::{Event, PhotonError, StoragePort};
 use photon_runtime::{current_ownership, HandlerOptions, Photon};
 
+use crate::group_checks::{
+    order_per_run, overlapping, repeats_not_under_later_epochs, worst_takeover, zombie_starts,
+};
 use crate::group_processes::{
-    all_steps, assert_order_per_run, handlings, now_ns, one_at_a_time, wait_all_handled,
-    GroupProcesses, Handling, Log, GROUP, HEARTBEAT, LEASE, TOPIC,
+    all_steps, handlings, now_ns, one_at_a_time, wait_all_handled, GroupProcesses, Log, Role,
+    HEARTBEAT, LEASE,
 };
 use crate::process::Spawned;
 
@@ -69,12 +72,11 @@ struct Slot {
 
 impl GroupProcesses {
     fn spawn_handler(&self, name: &str, incarnation: u32) -> Spawned {
-        let log = self.dir.join(format!("{name}.log"));
-        self.spawn(&format!(
-            "handler|{}|{}|{name}|{incarnation}|{HANDLE_MS}",
-            self.location,
-            log.display()
-        ))
+        self.spawn_role(
+            "handler",
+            &self.dir,
+            &Role::fixed(name, incarnation, HANDLE_MS),
+        )
     }
 
     /// Executor group handlers through joins, kills and a freeze (see the module docs).
@@ -182,8 +184,11 @@ impl GroupProcesses {
             Vec::<String>::new(),
             "overlapping handlings of a key"
         );
-        assert_order_per_run(&handled);
-        assert_repeats_under_later_epochs(&handled);
+        assert_eq!(order_per_run(&handled), Vec::<String>::new());
+        assert_eq!(
+            repeats_not_under_later_epochs(&handled),
+            Vec::<String>::new()
+        );
 
         let mut lost: Vec<((String, u32), i64)> = kills.clone();
         lost.extend(freezes.iter().map(|(run, from, _)| (run.clone(), *from)));
@@ -205,141 +210,22 @@ impl GroupProcesses {
     }
 }
 
-/// Attempts started under a lease after a later lease of the same partition was taken: a
-/// later epoch's first start comes after the new owner acquired the partition, so no start
-/// of an older epoch may follow it.
-fn zombie_starts(handled: &[Handling]) -> Vec<String> {
-    let mut first_start: HashMap<(u32, u64), i64> = HashMap::new();
-    for h in handled {
-        let start = first_start.entry((h.partition, h.epoch)).or_insert(h.start);
-        *start = (*start).min(h.start);
-    }
-    handled
-        .iter()
-        .filter_map(|h| {
-            let later = first_start
-                .iter()
-                .filter(|((partition, epoch), start)| {
-                    *partition == h.partition && *epoch > h.epoch && **start < h.start
-                })
-                .map(|((_, epoch), _)| *epoch)
-                .min()?;
-            Some(format!(
-                "{:?} started seq {} of partition {} at epoch {} after epoch {later} began",
-                h.run, h.seq, h.partition, h.epoch
-            ))
-        })
-        .collect()
-}
-
-/// Pairs of handlings of one key by different runs at overlapping times. A handling ends at
-/// its `end`, or at its run's kill. An attempt in progress when its process was frozen is
-/// left out: it resumes after the freeze by design (its acknowledgement is refused).
-fn overlapping(
-    handled: &[Handling],
-    killed_at: &HashMap<(String, u32), i64>,
-    freezes: &[((String, u32), i64, i64)],
-) -> Vec<String> {
-    let frozen_mid_attempt = |h: &Handling| {
-        freezes.iter().any(|(run, from, _)| {
-            *run == h.run && h.start < *from && h.end.is_none_or(|end| end > *from)
-        })
-    };
-    let mut by_key: HashMap<&str, Vec<(i64, i64, &Handling)>> = HashMap::new();
-    for h in handled.iter().filter(|h| !frozen_mid_attempt(h)) {
-        let end = h
-            .end
-            .or_else(|| killed_at.get(&h.run).copied())
-            .unwrap_or(i64::MAX);
-        by_key.entry(&h.key).or_default().push((h.start, end, h));
-    }
-    let mut overlaps = Vec::new();
-    for (key, mut intervals) in by_key {
-        intervals.sort_by_key(|(start, _, _)| *start);
-        for (i, (_, end, a)) in intervals.iter().enumerate() {
-            for (start, _, b) in &intervals[i + 1..] {
-                if start >= end {
-                    break;
-                }
-                overlaps.push(format!(
-                    "key {key}: seq {} by {:?} (epoch {}) overlaps seq {} by {:?} (epoch {}) by {} ms",
-                    b.seq,
-                    b.run,
-                    b.epoch,
-                    a.seq,
-                    a.run,
-                    a.epoch,
-                    (end - start) / 1_000_000
-                ));
-            }
-        }
-    }
-    overlaps
-}
-
-/// An event handled twice was handled again only under a later epoch of its partition.
-fn assert_repeats_under_later_epochs(handled: &[Handling]) {
-    let mut by_start: Vec<&Handling> = handled.iter().collect();
-    by_start.sort_by_key(|h| h.start);
-    let mut first_by: HashMap<i64, &Handling> = HashMap::new();
-    for h in by_start {
-        if let Some(first) = first_by.get(&h.seq) {
-            assert!(
-                first.epoch < h.epoch,
-                "seq {} handled again by {:?} at epoch {} after {:?} at epoch {}",
-                h.seq,
-                h.run,
-                h.epoch,
-                first.run,
-                first.epoch
-            );
-        } else {
-            first_by.insert(h.seq, h);
-        }
-    }
-}
-
-/// The longest time from losing a member (kill or freeze) to another run's first start of
-/// each partition the lost run handled, over the partitions that had work left.
-fn worst_takeover(handled: &[Handling], lost: &[((String, u32), i64)]) -> Duration {
-    let mut worst = 0;
-    for (run, at) in lost {
-        let partitions: BTreeSet<u32> = handled
-            .iter()
-            .filter(|h| &h.run == run && h.start < *at)
-            .map(|h| h.partition)
-            .collect();
-        for partition in partitions {
-            let next = handled
-                .iter()
-                .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
-                .map(|h| h.start)
-                .min();
-            if let Some(next) = next {
-                worst = worst.max(next - at);
-            }
-        }
-    }
-    Duration::from_nanos(u64::try_from(worst).unwrap_or(0))
-}
-
 /// A member process running an executor group handler that logs each attempt's `start`
 /// and `end` with the lease it runs under, and sleeps `handle_ms` in between.
 pub(crate) async fn handler_member(
     port: BoxFuture<'static, Arc<dyn StoragePort>>,
     log: &str,
-    name: &str,
-    incarnation: u32,
-    handle_ms: u64,
+    role: &Role,
 ) {
+    let (name, handle_ms) = (role.name.as_str(), role.handle_ms);
     let photon = Photon::builder()
         .shared_storage_port(port.await)
         .build()
         .unwrap();
     let log = Arc::new(Mutex::new(Log::open(log)));
-    let run = format!("{name} {incarnation}");
-    let options = HandlerOptions::new(GROUP, TOPIC)
-        .group(GROUP)
+    let run = format!("{name} {}", role.incarnation);
+    let options = HandlerOptions::new(&role.group, &role.topic)
+        .group(&role.group)
         .member(name)
         .lease(LEASE, HEARTBEAT);
     let _executor = photon

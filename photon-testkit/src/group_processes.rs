@@ -32,6 +32,7 @@ use photon_core::group::{join, partition_of, GroupOptions, GroupScope, DEFAULT_P
 use photon_core::{EventStore, GroupRequest, PhotonError, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
 
+use crate::group_checks::{order_per_run, overlapping};
 use crate::process::Spawned;
 
 pub(crate) const TOPIC: &str = "groups.orders";
@@ -99,10 +100,10 @@ impl Log {
 
 impl GroupProcesses {
     /// Runs the child role named by `role_env`, if set:
-    /// `publisher|location|log|count|per_second|keys`,
-    /// `member|location|log|name|incarnation|handle_ms` (the raw group stream) or
-    /// `handler|location|log|name|incarnation|handle_ms` (an executor group handler). Call it from an ignored test
-    /// named `group_child`.
+    /// `publisher|location|log|count|per_second|keys|topic|first` (events `first..first +
+    /// count`), `member|location|log|name|incarnation|handle_ms|topic|group` (the raw group
+    /// stream) or `handler|location|log|name|incarnation|handle_ms|topic|group` (an executor
+    /// group handler). Call it from an ignored test named `group_child`.
     ///
     /// # Panics
     /// On an unknown role or any failure of the child (the parent sees it in the logs).
@@ -120,23 +121,23 @@ impl GroupProcesses {
             "publisher" => runtime.block_on(publish(
                 open(parts[1].clone()),
                 &parts[2],
-                parts[3].parse().unwrap(),
-                parts[4].parse().unwrap(),
-                parts[5].parse().unwrap(),
+                Plan {
+                    topic: parts[6].clone(),
+                    first: parts[7].parse().unwrap(),
+                    count: parts[3].parse().unwrap(),
+                    per_second: parts[4].parse().unwrap(),
+                    keys: parts[5].parse().unwrap(),
+                },
             )),
             "member" => runtime.block_on(member(
                 open(parts[1].clone()),
                 &parts[2],
-                &parts[3],
-                parts[4].parse().unwrap(),
-                parts[5].parse().unwrap(),
+                &Role::parse(&parts[3..]),
             )),
             "handler" => runtime.block_on(crate::group_handlers::handler_member(
                 open(parts[1].clone()),
                 &parts[2],
-                &parts[3],
-                parts[4].parse().unwrap(),
-                parts[5].parse().unwrap(),
+                &Role::parse(&parts[3..]),
             )),
             other => panic!("unknown role {other}"),
         }
@@ -158,12 +159,41 @@ impl GroupProcesses {
             .unwrap()
     }
 
-    fn spawn_member(&self, name: &str, incarnation: u32, handle_ms: u64) -> Spawned {
-        let log = self.dir.join(format!("{name}.log"));
+    /// Starts a member process of `kind` (`member` or `handler`) logging to
+    /// `dir/<name>.log`.
+    pub(crate) fn spawn_role(&self, kind: &str, dir: &Path, role: &Role) -> Spawned {
+        let log = dir.join(format!("{}.log", role.name));
         self.spawn(&format!(
-            "member|{}|{}|{name}|{incarnation}|{handle_ms}",
+            "{kind}|{}|{}|{}|{}|{}|{}|{}",
             self.location,
-            log.display()
+            log.display(),
+            role.name,
+            role.incarnation,
+            role.handle_ms,
+            role.topic,
+            role.group
+        ))
+    }
+
+    fn spawn_member(&self, name: &str, incarnation: u32, handle_ms: u64) -> Spawned {
+        self.spawn_role(
+            "member",
+            &self.dir,
+            &Role::fixed(name, incarnation, handle_ms),
+        )
+    }
+
+    /// Starts a publisher process of `plan` logging to `log`.
+    pub(crate) fn spawn_plan(&self, log: &Path, plan: &Plan) -> Spawned {
+        self.spawn(&format!(
+            "publisher|{}|{}|{}|{}|{}|{}|{}",
+            self.location,
+            log.display(),
+            plan.count,
+            plan.per_second,
+            plan.keys,
+            plan.topic,
+            plan.first
         ))
     }
 
@@ -174,20 +204,22 @@ impl GroupProcesses {
         keys: usize,
     ) -> (Spawned, PathBuf) {
         let log = self.dir.join("published.log");
-        let child = self.spawn(&format!(
-            "publisher|{}|{}|{count}|{per_second}|{keys}",
-            self.location,
-            log.display()
-        ));
-        (child, log)
+        let plan = Plan {
+            topic: TOPIC.to_owned(),
+            first: 0,
+            count,
+            per_second,
+            keys,
+        };
+        (self.spawn_plan(&log, &plan), log)
     }
 
-    /// The partition count members use on this backend's topic.
-    async fn partitions(&self) -> u32 {
+    /// The partition count members use on `topic` on this backend.
+    pub(crate) async fn partitions(&self, topic: &str) -> u32 {
         let port = (self.open)(self.location.clone()).await;
         port.group_coordination()
             .expect("the port's groups span processes")
-            .topic_partitions(TOPIC)
+            .topic_partitions(topic)
             .unwrap_or(DEFAULT_PARTITIONS)
     }
 
@@ -199,7 +231,7 @@ impl GroupProcesses {
         let _alone = one_at_a_time().await;
         const EVENTS: usize = 20_000;
         const KILLS: usize = 6;
-        let partitions = self.partitions().await;
+        let partitions = self.partitions(TOPIC).await;
         let names = ["m0", "m1", "m2"];
         let mut incarnations = [0_u32; 3];
         let mut members: Vec<Spawned> = names
@@ -251,8 +283,8 @@ impl GroupProcesses {
         }
 
         let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
-        assert_no_overlap(&handled, &killed_at);
-        assert_order_per_run(&handled);
+        assert_eq!(overlapping(&handled, &killed_at, &[]), Vec::<String>::new());
+        assert_eq!(order_per_run(&handled), Vec::<String>::new());
 
         // Duplicates come only from ownership changes: an event handled again was first
         // handled under an older epoch of its partition (the earlier owner was killed before
@@ -448,33 +480,77 @@ impl GroupProcesses {
     }
 }
 
-/// Publishes `count` keyed events at about `per_second`, logging `seq key` once stored.
-/// [`PUBLISHERS`] tasks publish at once, each for its own keys one event at a time, so that
-/// a key's events are stored in the order of `i` while the rate does not hang on one
-/// round trip per event.
-async fn publish(
-    port: BoxFuture<'static, Arc<dyn StoragePort>>,
-    log: &str,
-    count: usize,
-    per_second: u64,
-    keys: usize,
-) {
+/// What a publisher process publishes: events `first..first + count` of `topic`, event `i`
+/// under key `k{i % keys}`, at about `per_second`.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) topic: String,
+    pub(crate) first: usize,
+    pub(crate) count: usize,
+    pub(crate) per_second: u64,
+    pub(crate) keys: usize,
+}
+
+/// Who a member process is and what it consumes.
+#[derive(Debug, Clone)]
+pub(crate) struct Role {
+    pub(crate) name: String,
+    pub(crate) incarnation: u32,
+    pub(crate) handle_ms: u64,
+    pub(crate) topic: String,
+    pub(crate) group: String,
+}
+
+impl Role {
+    /// A member of the fixed tests' group on their topic.
+    pub(crate) fn fixed(name: &str, incarnation: u32, handle_ms: u64) -> Self {
+        Self {
+            name: name.to_owned(),
+            incarnation,
+            handle_ms,
+            topic: TOPIC.to_owned(),
+            group: GROUP.to_owned(),
+        }
+    }
+
+    /// `name|incarnation|handle_ms|topic|group`.
+    fn parse(parts: &[String]) -> Self {
+        Self {
+            name: parts[0].clone(),
+            incarnation: parts[1].parse().unwrap(),
+            handle_ms: parts[2].parse().unwrap(),
+            topic: parts[3].clone(),
+            group: parts[4].clone(),
+        }
+    }
+}
+
+/// Publishes `plan`, logging `seq key` once stored. [`PUBLISHERS`] tasks publish at once,
+/// each for its own keys one event at a time, so that a key's events are stored in the
+/// order of `i` while the rate does not hang on one round trip per event.
+async fn publish(port: BoxFuture<'static, Arc<dyn StoragePort>>, log: &str, plan: Plan) {
     let store = EventStore::new(port.await, TransportCrypto::plaintext());
     let log = Arc::new(std::sync::Mutex::new(Log::open(log)));
     let started = Instant::now();
+    let plan = Arc::new(plan);
     let tasks: Vec<_> = (0..PUBLISHERS)
         .map(|task| {
-            let (store, log) = (store.clone(), log.clone());
+            let (store, log, plan) = (store.clone(), log.clone(), plan.clone());
             tokio::spawn(async move {
-                for i in (0..count).filter(|i| (i % keys) % PUBLISHERS == task) {
-                    let due = started + Duration::from_micros(i as u64 * 1_000_000 / per_second);
-                    tokio::time::sleep_until(due.into()).await;
+                let keys = plan.keys;
+                let events = (plan.first..plan.first + plan.count)
+                    .filter(|i| (i % keys) % PUBLISHERS == task);
+                for i in events {
+                    let offset = (i - plan.first) as u64 * 1_000_000 / plan.per_second;
+                    tokio::time::sleep_until((started + Duration::from_micros(offset)).into())
+                        .await;
                     let key = format!("k{}", i % keys);
                     let appended = store
-                        .publish(TOPIC, Some(&key), json!(null), json!({"i": i}))
+                        .publish(&plan.topic, Some(&key), json!(null), json!({"i": i}))
                         .await
                         .unwrap();
-                    log.lock().unwrap().line(&format!("{} {key}", appended.seq));
+                    let line = format!("{} {key} {}", appended.seq, now_ns());
+                    log.lock().unwrap().line(&line);
                 }
             })
         })
@@ -490,24 +566,19 @@ async fn publish(
 /// A group member: for each delivery logs `start`, waits `handle_ms`, logs `end`, then
 /// acknowledges and logs the outcome. A refused acknowledgement is followed by a direct
 /// commit under the same lease, whose outcome is logged too.
-async fn member(
-    port: BoxFuture<'static, Arc<dyn StoragePort>>,
-    log: &str,
-    name: &str,
-    incarnation: u32,
-    handle_ms: u64,
-) {
+async fn member(port: BoxFuture<'static, Arc<dyn StoragePort>>, log: &str, role: &Role) {
     let port = port.await;
     let coordination = port.group_coordination().unwrap();
     let mut log = Log::open(log);
+    let (name, incarnation, handle_ms) = (&role.name, role.incarnation, role.handle_ms);
     let options = GroupOptions::new(name).lease(LEASE).heartbeat(HEARTBEAT);
     let request = GroupRequest {
-        group: GROUP.into(),
-        member: name.into(),
-        topic: TOPIC.into(),
+        group: role.group.clone(),
+        member: name.clone(),
+        topic: role.topic.clone(),
         start: StartAt::Beginning,
     };
-    let scope = GroupScope::new(GROUP, TOPIC);
+    let scope = GroupScope::new(&role.group, &role.topic);
     let mut deliveries = join(port, coordination.clone(), request, options);
     while let Some(delivery) = deliveries.next().await {
         let delivery = delivery.unwrap();
@@ -587,14 +658,14 @@ pub(crate) async fn wait_all_handled(
 /// One line of a member log.
 #[derive(Debug, Clone)]
 pub(crate) struct Step {
-    kind: String,
-    member: String,
-    incarnation: u32,
-    partition: u32,
-    epoch: u64,
-    key: String,
-    seq: i64,
-    at: i64,
+    pub(crate) kind: String,
+    pub(crate) member: String,
+    pub(crate) incarnation: u32,
+    pub(crate) partition: u32,
+    pub(crate) epoch: u64,
+    pub(crate) key: String,
+    pub(crate) seq: i64,
+    pub(crate) at: i64,
 }
 
 impl Step {
@@ -626,18 +697,33 @@ fn read_steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
+/// The events a publisher's log names (seq to key) and whether it finished.
 pub(crate) fn read_published(path: &Path) -> (BTreeMap<i64, String>, bool) {
+    let (published, done) = read_published_at(path);
+    let keys = published
+        .into_iter()
+        .map(|(seq, (key, _))| (seq, key))
+        .collect();
+    (keys, done)
+}
+
+/// The events a publisher's log names (seq to key and the time it was stored) and whether
+/// it finished.
+pub(crate) fn read_published_at(path: &Path) -> (BTreeMap<i64, (String, i64)>, bool) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
+    // A SIGKILL can cut the last line: only lines with their newline count.
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
     let mut published = BTreeMap::new();
     let mut done = false;
-    for line in text.lines() {
+    for line in complete.lines() {
         if line == "done" {
             done = true;
             continue;
         }
-        if let Some((seq, key)) = line.split_once(' ') {
-            if let Ok(seq) = seq.parse() {
-                published.insert(seq, key.to_owned());
+        let fields: Vec<&str> = line.split(' ').collect();
+        if let [seq, key, at] = fields[..] {
+            if let (Ok(seq), Ok(at)) = (seq.parse(), at.parse()) {
+                published.insert(seq, (key.to_owned(), at));
             }
         }
     }
@@ -697,53 +783,6 @@ pub(crate) fn handlings(steps: &[Step]) -> Vec<Handling> {
         }
     }
     out
-}
-
-/// Intervals of one key never overlap, whoever handled them (an unfinished handling by a
-/// killed run lasts until the kill).
-fn assert_no_overlap(handled: &[Handling], killed_at: &HashMap<(String, u32), i64>) {
-    let mut by_key: BTreeMap<&str, Vec<(i64, i64, &Handling)>> = BTreeMap::new();
-    for h in handled {
-        let end = h
-            .end
-            .or_else(|| killed_at.get(&h.run).copied())
-            .unwrap_or(i64::MAX);
-        by_key.entry(&h.key).or_default().push((h.start, end, h));
-    }
-    for (key, mut intervals) in by_key {
-        intervals.sort_by_key(|(start, _, _)| *start);
-        for pair in intervals.windows(2) {
-            let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
-            assert!(
-                start >= end,
-                "key {key}: seq {} by {:?} overlaps seq {} by {:?}",
-                b.seq,
-                b.run,
-                a.seq,
-                a.run
-            );
-        }
-    }
-}
-
-/// One owner run: member incarnation, partition, epoch.
-type OwnerRun = ((String, u32), u32, u64);
-
-/// Within one owner run, each key goes up.
-pub(crate) fn assert_order_per_run(handled: &[Handling]) {
-    let mut last: HashMap<(OwnerRun, &str), i64> = HashMap::new();
-    for h in handled {
-        let id = ((h.run.clone(), h.partition, h.epoch), h.key.as_str());
-        if let Some(previous) = last.insert(id, h.seq) {
-            assert!(
-                previous < h.seq,
-                "{:?} handled key {} seq {} after {previous}",
-                h.run,
-                h.key,
-                h.seq
-            );
-        }
-    }
 }
 
 /// Serializes the process tests of one test binary: their takeover deadlines are measured

@@ -19,9 +19,11 @@ mod capability;
 pub mod composition;
 mod context;
 pub mod crash;
+mod group_checks;
 mod group_handlers;
 pub mod group_processes;
 pub mod group_restart;
+mod mem;
 pub mod process;
 pub mod scenarios;
 pub mod transactional_crash;
@@ -30,6 +32,7 @@ pub use capability::Capability;
 pub use context::{
     assert_quiet, skip_or_fail, take_exact, Context, PortFactory, DEADLINE, REQUIRE_ENV,
 };
+pub use mem::MemFactory;
 pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 
 /// Expands to one `#[tokio::test]` per conformance scenario (the list in

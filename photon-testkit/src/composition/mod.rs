@@ -45,6 +45,7 @@ mod checker;
 mod generator;
 mod handlers;
 mod history;
+mod processes;
 mod runner;
 mod shrink;
 
@@ -55,6 +56,10 @@ pub use checker::{check, Violation};
 pub use generator::{Op, Schedule};
 pub use handlers::Behaviour;
 pub use history::{Handled, History};
+pub use processes::{
+    MemberKind, ProcessOp, ProcessRun, ProcessSchedule, Restart, PROCESS_CASES_ENV,
+    PROCESS_DRAIN_BOUND,
+};
 pub use runner::run;
 pub use shrink::shrink;
 
