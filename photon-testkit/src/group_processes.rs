@@ -737,7 +737,8 @@ pub(crate) fn all_steps(dir: &Path, members: &[&str]) -> Vec<Step> {
         .collect()
 }
 
-/// A handled event: the `start` and `end` of one run, and whether its ack was accepted.
+/// A handled event: the `start` and `end` of one run, and whether its ack (or the direct
+/// commit after a refused ack) was accepted.
 #[derive(Debug, Clone)]
 pub(crate) struct Handling {
     pub(crate) run: (String, u32),
@@ -774,7 +775,9 @@ pub(crate) fn handlings(steps: &[Step]) -> Vec<Handling> {
                     out[*index].end = Some(step.at);
                 }
             }
-            "acked" => {
+            // A commit the store accepted after a refused acknowledgement (the member's own
+            // clock gave the lease up first) stores the event as done, as an ack would.
+            "acked" | "commit-accepted" => {
                 if let Some(index) = open.get(&id) {
                     out[*index].acked = true;
                 }
