@@ -83,10 +83,8 @@ use fluvio::consumer::{ConsumerStream, Record};
 use fluvio::dataplane::link::ErrorCode;
 use fluvio::{Offset, RecordKey};
 use futures::StreamExt;
-use photon_core::group::{
-    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
-};
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, RecordStream, Result, StartAt};
+use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::{PhotonError, RecordStream, Result, StartAt};
 use tokio::sync::{oneshot, watch, OnceCell};
 
 use crate::error::unavailable;
@@ -861,16 +859,5 @@ impl FluvioStoragePort {
     /// The group primitive of this port instance (its reader starts on first use).
     pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
         Arc::new(FluvioCoordination { port: self.clone() })
-    }
-
-    /// Joins a group with default options named after the request's member.
-    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let options = GroupOptions::new(request.member.clone());
-        Box::pin(join(
-            Arc::new(self.clone()),
-            self.coordination(),
-            request,
-            options,
-        ))
     }
 }

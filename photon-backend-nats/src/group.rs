@@ -35,10 +35,8 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind, StorageType};
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use photon_core::group::{
-    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
-};
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, RecordStream, Result, StartAt};
+use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::{PhotonError, RecordStream, Result, StartAt};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{storage, unavailable, LABEL};
@@ -609,17 +607,6 @@ impl NatsStoragePort {
     /// The group primitive on this port's connection.
     pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
         Arc::new(NatsCoordination::new(self.clone()))
-    }
-
-    /// Joins a group with default options named after the request's member.
-    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let options = GroupOptions::new(request.member.clone());
-        Box::pin(join(
-            Arc::new(self.clone()),
-            self.coordination(),
-            request,
-            options,
-        ))
     }
 }
 

@@ -12,20 +12,16 @@
 //! Expiries are on the database server's clock (`clock_timestamp()`, read when the
 //! statement runs), so the hosts' clocks never matter.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
-use photon_core::group::{
-    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
-};
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
+use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::{PhotonError, Result};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::error::{pg_error, pool_error};
-use crate::port::PostgresStoragePort;
 
 /// Leases and heartbeats in the schema.
 pub(crate) struct PostgresCoordination {
@@ -326,18 +322,5 @@ impl GroupCoordination for PostgresCoordination {
             })
             .collect::<std::result::Result<_, tokio_postgres::Error>>()
             .map_err(|e| pg_error(what, e))
-    }
-}
-
-impl PostgresStoragePort {
-    /// Joins a group with default options named after the request's member.
-    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let options = GroupOptions::new(request.member.clone());
-        Box::pin(join(
-            Arc::new(self.clone()),
-            self.coordination(),
-            request,
-            options,
-        ))
     }
 }

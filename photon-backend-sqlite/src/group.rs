@@ -16,16 +16,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use photon_core::group::{
-    join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease,
-};
-use photon_core::{DeliveryStream, GroupRequest, PhotonError, Result};
+use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::{PhotonError, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::config::SqliteConfig;
 use crate::error::sqlite_error;
 use crate::error::LABEL;
-use crate::port::SqliteStoragePort;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS group_members (
@@ -393,18 +390,5 @@ impl GroupCoordination for SqliteCoordination {
                 .collect()
         })
         .await
-    }
-}
-
-impl SqliteStoragePort {
-    /// Joins a group with default options named after the request's member.
-    pub(crate) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let options = GroupOptions::new(request.member.clone());
-        Box::pin(join(
-            Arc::new(self.clone()),
-            self.coordination(),
-            request,
-            options,
-        ))
     }
 }

@@ -251,7 +251,7 @@ impl StoragePort for SqliteStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        self.join_group(request)
+        photon_core::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

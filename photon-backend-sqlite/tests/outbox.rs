@@ -153,7 +153,9 @@ async fn a_panic_in_the_transaction_rolls_back_and_the_writer_goes_on() {
         })
         .await;
     match panicked {
-        Err(PhotonError::Handler { message, retryable }) => {
+        Err(PhotonError::Handler {
+            message, retryable, ..
+        }) => {
             assert!(!retryable);
             assert!(message.contains("bug in the caller"), "{message}");
         }

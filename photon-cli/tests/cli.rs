@@ -232,10 +232,7 @@ fn dead_letters_are_listed_shown_and_replayed() {
                 HandlerOptions::new("billing", "orders"),
                 |event: photon::Event| async move {
                     if event.payload["n"] == json!(2) {
-                        return Err(PhotonError::Handler {
-                            message: "order 2 is refused".into(),
-                            retryable: false,
-                        });
+                        return Err(PhotonError::handler_permanent("order 2 is refused"));
                     }
                     Ok(())
                 },

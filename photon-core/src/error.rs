@@ -237,6 +237,10 @@ pub enum PhotonError {
         message: String,
         /// Whether the executor should retry the event.
         retryable: bool,
+        /// The handler's own error, when it returned one (see
+        /// [`PhotonError::handler_failed`]).
+        #[source]
+        source: Option<BoxError>,
     },
     /// The object was shut down or dropped.
     #[error("{0} is closed")]
@@ -378,6 +382,7 @@ impl PhotonError {
         Self::Handler {
             message: message.into(),
             retryable: true,
+            source: None,
         }
     }
 
@@ -386,6 +391,29 @@ impl PhotonError {
         Self::Handler {
             message: message.into(),
             retryable: false,
+            source: None,
+        }
+    }
+
+    /// What a handler's error means to the executor: a [`PhotonError`] stays itself; any
+    /// other error (an `anyhow::Error`, an `std::io::Error`, a `String`, ...) becomes a
+    /// retryable [`PhotonError::Handler`] that keeps it as its source.
+    ///
+    /// ```
+    /// use photon_core::PhotonError;
+    /// let io = std::io::Error::other("payment service unreachable");
+    /// let failed = PhotonError::handler_failed(io);
+    /// assert!(failed.is_retryable());
+    /// assert!(std::error::Error::source(&failed).is_some());
+    /// ```
+    pub fn handler_failed(error: impl Into<BoxError>) -> Self {
+        match error.into().downcast::<PhotonError>() {
+            Ok(photon) => *photon,
+            Err(other) => Self::Handler {
+                message: other.to_string(),
+                retryable: true,
+                source: Some(other),
+            },
         }
     }
 }

@@ -42,10 +42,7 @@ async fn group_handlers_share_a_topic() {
                     async move {
                         let n = event.payload["n"].as_i64().unwrap();
                         if n == 7 {
-                            return Err(PhotonError::Handler {
-                                message: "order 7 is refused".into(),
-                                retryable: false,
-                            });
+                            return Err(PhotonError::handler_permanent("order 7 is refused"));
                         }
                         log.lock()
                             .unwrap()

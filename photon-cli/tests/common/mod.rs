@@ -203,10 +203,9 @@ pub fn dead_letter_on_sqlite(db: &std::path::Path, refused: i64) {
                 HandlerOptions::new("billing", "orders"),
                 move |event: photon::Event| async move {
                     if event.payload["n"] == serde_json::json!(refused) {
-                        return Err(PhotonError::Handler {
-                            message: format!("order {refused} is refused"),
-                            retryable: false,
-                        });
+                        return Err(PhotonError::handler_permanent(format!(
+                            "order {refused} is refused"
+                        )));
                     }
                     Ok(())
                 },

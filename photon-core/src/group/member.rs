@@ -24,7 +24,7 @@ use crate::group::partition::{
 };
 use crate::group::reader::SharedReader;
 use crate::metrics::{Consumer, ConsumerMetrics};
-use crate::port::{Delivery, GroupRequest, StartAt, StoragePort};
+use crate::port::{Delivery, DeliveryStream, GroupRequest, StartAt, StoragePort};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Only map inserts, removals and clones happen under these locks.
@@ -97,6 +97,20 @@ impl Plan {
             .copied()
             .unwrap_or(false)
     }
+}
+
+/// [`StoragePort::subscribe_group`] of a port whose groups run on its
+/// [`StoragePort::group_coordination`]: [`join`] with default options, the member named by
+/// the request. A port without the primitive answers with its `Unsupported` error.
+///
+/// Must be called within a tokio runtime (the member's protocol runs in a task).
+pub fn subscribe_group<P: StoragePort + Clone>(port: &P, request: GroupRequest) -> DeliveryStream {
+    let Some(coordination) = port.group_coordination() else {
+        let unsupported = port.unsupported("subscribe_group");
+        return Box::pin(futures::stream::once(std::future::ready(Err(unsupported))));
+    };
+    let options = GroupOptions::new(request.member.clone());
+    Box::pin(join(Arc::new(port.clone()), coordination, request, options))
 }
 
 /// Joins a group through a port's [`GroupCoordination`]: the member heartbeats, owns the

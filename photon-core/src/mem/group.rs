@@ -2,15 +2,13 @@
 //! the shared in-process store, so members on any clone of the port share the work.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::port::MemStoragePort;
 use crate::error::{PhotonError, Result};
-use crate::group::{join, GroupCoordination, GroupOptions, GroupScope, LiveMember, PartitionLease};
-use crate::port::{DeliveryStream, GroupRequest};
+use crate::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
 
 #[derive(Debug)]
 struct Lease {
@@ -230,17 +228,5 @@ impl GroupCoordination for MemCoordination {
                     .collect()
             })
             .unwrap_or_default())
-    }
-}
-
-impl MemStoragePort {
-    pub(super) fn join_group(&self, request: GroupRequest) -> DeliveryStream {
-        let options = GroupOptions::new(request.member.clone());
-        Box::pin(join(
-            Arc::new(self.clone()),
-            Arc::clone(&self.shared.coordination) as Arc<dyn GroupCoordination>,
-            request,
-            options,
-        ))
     }
 }

@@ -76,8 +76,10 @@ impl<T: TypedTopic> HandlerInput for T {
     }
 }
 
-/// What a handler function may return: `()` or `Result<(), E>` with `E` into
-/// [`PhotonError`].
+/// What a handler function may return: `()` or `Result<(), E>` with `E` any error (a
+/// [`PhotonError`], an `anyhow::Error`, any `std::error::Error + Send + Sync`, a `String`):
+/// an error other than a [`PhotonError`] is a retryable [`PhotonError::Handler`] that keeps
+/// it as its source ([`PhotonError::handler_failed`]).
 pub trait IntoHandlerResult {
     /// The result the executor acts on.
     fn into_handler_result(self) -> Result<()>;
@@ -89,9 +91,9 @@ impl IntoHandlerResult for () {
     }
 }
 
-impl<E: Into<PhotonError>> IntoHandlerResult for std::result::Result<(), E> {
+impl<E: Into<photon_core::BoxError>> IntoHandlerResult for std::result::Result<(), E> {
     fn into_handler_result(self) -> Result<()> {
-        self.map_err(Into::into)
+        self.map_err(PhotonError::handler_failed)
     }
 }
 
@@ -348,5 +350,36 @@ impl Registration {
             handler: Arc::new(function),
             transactional: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handlers_own_error_is_kept_as_the_source() {
+        let io = Err::<(), _>(std::io::Error::other("payment service unreachable"));
+        let failed = io.into_handler_result().unwrap_err();
+        assert!(failed.is_retryable());
+        assert_eq!(
+            failed.to_string(),
+            "handler failed: payment service unreachable"
+        );
+        let source = std::error::Error::source(&failed).expect("the io error as source");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+    }
+
+    #[test]
+    fn a_photon_error_stays_itself() {
+        let refused = Err::<(), _>(PhotonError::handler_permanent("order 7 is refused"));
+        let failed = refused.into_handler_result().unwrap_err();
+        assert!(!failed.is_retryable());
+        assert!(
+            matches!(&failed, PhotonError::Handler { message, source: None, .. } if message == "order 7 is refused"),
+            "{failed:?}"
+        );
+        let text = Err::<(), _>("bad input").into_handler_result().unwrap_err();
+        assert_eq!(text.to_string(), "handler failed: bad input");
     }
 }
