@@ -8,16 +8,12 @@
 //! PHOTON_COMPOSITION_CASES=1000 cargo test --release -p photon-testkit --test composition -- sqlite
 //! ```
 
-#[allow(dead_code, unused_imports)]
 #[path = "../../photon-backend-fluvio/tests/common/mod.rs"]
 mod fluvio_common;
-#[allow(dead_code, unused_imports)]
 #[path = "../../photon-backend-nats/tests/common/mod.rs"]
 mod nats_common;
-#[allow(dead_code, unused_imports)]
 #[path = "../../photon-backend-postgres/tests/common/mod.rs"]
 mod postgres_common;
-#[allow(dead_code, unused_imports)]
 #[path = "../../photon-backend-sqlite/tests/common/mod.rs"]
 mod sqlite_common;
 
