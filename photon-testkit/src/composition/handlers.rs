@@ -18,7 +18,7 @@ use super::history::Handled;
 pub enum Behaviour {
     /// Succeeds at once.
     Fast,
-    /// Succeeds after [`SLOW`].
+    /// Succeeds after 30 ms.
     Slow,
     /// Fails with a retryable error on its first attempt, then succeeds.
     FailsOnce,
@@ -27,7 +27,7 @@ pub enum Behaviour {
 }
 
 /// How long a slow handling takes.
-pub const SLOW: Duration = Duration::from_millis(30);
+pub(crate) const SLOW: Duration = Duration::from_millis(30);
 
 impl Behaviour {
     /// The behaviour for the events published by operation `op`.

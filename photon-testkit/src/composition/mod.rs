@@ -33,6 +33,11 @@
 //! and reported with its seed and its shortest history; [`run_cases`] re-runs a seed
 //! deterministically (the real ports' timing is the only noise).
 //!
+//! The multi-process mode ([`ProcessSchedule`], played by
+//! `GroupProcesses::composition`) draws schedules of joins, SIGKILLs and SIGSTOPs of group
+//! member and publisher processes and checks the processes' fsynced logs (see
+//! `processes.rs`).
+//!
 //! # Adding an operation or an invariant
 //! An operation is a variant of [`Op`], drawn in `generator.rs` (give it a weight), played
 //! in `runner.rs` (record what it observed in the [`History`], bounded by [`OP_BOUND`]),
