@@ -46,6 +46,19 @@ pub trait PortFactory: Send + Sync + 'static {
             operation: "store_undecodable",
         })
     }
+
+    /// Removes what a run under `namespace` (see [`Context::topic`]) left in the backend
+    /// that would otherwise pile up over a long soak (a broker's topics, say). Called after
+    /// each composition schedule, once every port it opened is dropped. By default nothing:
+    /// a factory that cleans up when dropped, or whose backend is cheap to fill, needs
+    /// nothing here.
+    ///
+    /// # Errors
+    /// Whatever removing returns; the caller reports it and goes on.
+    async fn remove_namespace(&self, namespace: &str) -> Result<()> {
+        let _ = namespace;
+        Ok(())
+    }
 }
 
 /// Decides what a test does when its backend is absent: prints `skipped: <why>` and
@@ -88,6 +101,11 @@ impl Context {
     /// Gives a port opened by this context and not used yet to the next [`Context::port`].
     pub(crate) fn hand_back(&self, port: Arc<dyn StoragePort>) {
         *self.unused.lock().unwrap_or_else(|p| p.into_inner()) = Some(port);
+    }
+
+    /// The prefix of every topic and subscription name of this run.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
     }
 
     /// A topic name unique to this run.

@@ -102,6 +102,46 @@ impl PortFactory for FluvioFactory {
         output.wait().await.map_err(|err| failed("ack", &err))?;
         Ok(())
     }
+
+    /// Deletes the Fluvio topics of the namespace's Photon topics: a long composition soak
+    /// creates thousands, and a single-SPU cluster provisions new topics ever more slowly
+    /// (past 30 s with about 1,200 partitions).
+    async fn remove_namespace(&self, namespace: &str) -> Result<()> {
+        self.delete_topics_containing(namespace).await
+    }
+}
+
+impl FluvioFactory {
+    /// Deletes this factory's Fluvio topics whose names contain `part` (every shard topic
+    /// of the Photon topics named with it).
+    ///
+    /// # Errors
+    /// [`PhotonError::Unavailable`] when the cluster cannot list or delete them.
+    pub async fn delete_topics_containing(&self, part: &str) -> Result<()> {
+        let failed = |what: &str, err: &dyn std::fmt::Display| {
+            PhotonError::unavailable("fluvio", what.to_owned(), err.to_string())
+        };
+        let connector = self.builder().resolve()?.connector()?;
+        let cluster = fluvio::FluvioClusterConfig::new(self.endpoint.clone());
+        let client = fluvio::Fluvio::connect_with_connector(connector, &cluster)
+            .await
+            .map_err(|err| failed("connect", &err))?;
+        let admin = client.admin().await;
+        let listed = admin
+            .all::<fluvio::metadata::topic::TopicSpec>()
+            .await
+            .map_err(|err| failed("list topics", &err))?;
+        let own = format!("{}-", self.prefix);
+        for topic in listed {
+            if topic.name.starts_with(&own) && topic.name.contains(part) {
+                admin
+                    .delete::<fluvio::metadata::topic::TopicSpec>(topic.name.clone())
+                    .await
+                    .map_err(|err| failed(&format!("delete topic {}", topic.name), &err))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The state directory of `scripts/fluvio-local.sh`.

@@ -91,6 +91,23 @@ async fn instance(
 /// recorded as a failure and ends the run.
 pub async fn run(factory: &Arc<dyn PortFactory>, schedule: &Schedule) -> History {
     let context = Context::new(factory.clone());
+    let history = play_schedule(factory, schedule, &context).await;
+    // A broker keeps the topics a schedule created: a soak of a thousand schedules would
+    // leave thousands behind and slow the broker down.
+    if let Err(err) = factory.remove_namespace(context.namespace()).await {
+        eprintln!(
+            "composition: removing namespace {} failed: {err}",
+            context.namespace()
+        );
+    }
+    history
+}
+
+async fn play_schedule(
+    factory: &Arc<dyn PortFactory>,
+    schedule: &Schedule,
+    context: &Context,
+) -> History {
     let mut history = History {
         seed: schedule.seed,
         ..History::default()
