@@ -119,6 +119,14 @@ pub(crate) struct Layouts {
 }
 
 impl Layouts {
+    /// Whether `topic` was checked already (then [`Layouts::check`] returns at once).
+    pub(crate) fn is_checked(&self, topic: &str) -> bool {
+        self.checked
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(topic)
+    }
+
     /// Checks (once per topic) that `topic` is stored in this port's layout, recording it
     /// when it is new.
     ///

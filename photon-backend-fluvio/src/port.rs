@@ -155,12 +155,30 @@ impl FluvioStoragePort {
     }
 
     /// Refuses a topic stored in another layout (see [`crate::layout`]).
+    ///
+    /// The check reads and writes the layouts topic under a lock. It runs in a task of its
+    /// own, so that a caller that gives up (a subscription dropped while it opens) does not
+    /// cancel it half-way: after such a cancelled check, the next check's requests on the
+    /// layouts topic were seen to get no answer while it held the lock, so that every
+    /// later check, and every publish to a new topic, waited for good (composition seed
+    /// 301010).
     pub(crate) async fn check_layout(&self, topic: &str) -> Result<()> {
-        let inner = &self.inner;
-        inner
-            .layouts
-            .check(&inner.fluvio(), &inner.config, &inner.topics, topic)
-            .await
+        if self.inner.layouts.is_checked(topic) {
+            return Ok(());
+        }
+        let port = self.clone();
+        let topic = topic.to_owned();
+        tokio::spawn(async move {
+            let inner = &port.inner;
+            inner
+                .layouts
+                .check(&inner.fluvio(), &inner.config, &inner.topics, &topic)
+                .await
+        })
+        .await
+        .map_err(|err| {
+            photon_core::PhotonError::storage("fluvio", "checking a topic layout", err)
+        })?
     }
 }
 
