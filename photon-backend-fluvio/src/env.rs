@@ -311,6 +311,7 @@ mod tests {
         assert!(config.sync_ack);
         assert_eq!(config.replay_cursor, ReplayCursor::StreamSeq);
         assert_eq!(config.retention_max_age, DEFAULT_RETENTION);
+        assert!(!config.retention_dead_letters);
         assert_eq!(config.replicas, 1);
         assert_eq!(config.linger, Duration::ZERO);
         assert_eq!(config.batch_size, 64 * 1024);
@@ -360,15 +361,20 @@ mod tests {
                 (LINGER_ENV, "2ms"),
                 (BATCH_SIZE_ENV, "256KiB"),
                 (SYNC_ACK_ENV, "Off"),
+                (RETENTION_DEAD_LETTERS_ENV, "on"),
             ],
         )
         .unwrap();
+        assert!(config.retention_dead_letters);
         assert_eq!(config.shards, 8);
         assert_eq!(config.max_in_flight, 32);
         assert_eq!(config.retention_max_age, Duration::from_secs(43_200));
         assert_eq!(config.linger, Duration::from_millis(2));
         assert_eq!(config.batch_size, 256 * 1024);
         assert!(!config.sync_ack);
+        let kept = FluvioStoragePortBuilder::new().retention_dead_letters(false);
+        let config = resolve(kept, &[(RETENTION_DEAD_LETTERS_ENV, "on")]).unwrap();
+        assert!(!config.retention_dead_letters, "the builder wins");
         let err = resolve(
             FluvioStoragePortBuilder::new(),
             &[(SHARDS_ENV, "8"), (TOPIC_SHARDS_ENV, "4")],

@@ -32,7 +32,9 @@ use photon_core::group::{join, partition_of, GroupOptions, GroupScope, DEFAULT_P
 use photon_core::{EventStore, GroupRequest, PhotonError, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
 
-use crate::group_checks::{order_per_run, overlapping};
+use crate::group_checks::{
+    order_per_run, overlapping, repeats_not_under_later_epochs, worst_takeover,
+};
 use crate::process::Spawned;
 
 pub(crate) const TOPIC: &str = "groups.orders";
@@ -292,29 +294,11 @@ impl GroupProcesses {
         // Bound: what an ownership can have acknowledged and not committed (one commit
         // interval) or read ahead, per ownership move (kills, hand-overs to restarted
         // members, lapses).
-        let mut by_start: Vec<&Handling> = handled.iter().collect();
-        by_start.sort_by_key(|h| h.start);
-        let mut first_by: HashMap<i64, &Handling> = HashMap::new();
-        let mut duplicates = 0;
-        for h in by_start {
-            match first_by.get(&h.seq) {
-                None => {
-                    first_by.insert(h.seq, h);
-                }
-                Some(first) => {
-                    duplicates += 1;
-                    assert!(
-                        first.epoch < h.epoch,
-                        "seq {} handled again by {:?} at epoch {} after {:?} at epoch {}",
-                        h.seq,
-                        h.run,
-                        h.epoch,
-                        first.run,
-                        first.epoch
-                    );
-                }
-            }
-        }
+        assert_eq!(
+            repeats_not_under_later_epochs(&handled),
+            Vec::<String>::new()
+        );
+        let duplicates = handled.len() - seen.len();
         let ownerships: BTreeSet<(u32, u64, (String, u32))> = handled
             .iter()
             .map(|h| (h.partition, h.epoch, h.run.clone()))
@@ -330,34 +314,16 @@ impl GroupProcesses {
 
         // Takeover: for each kill, each partition the killed run handled is next handled by
         // another run within the lease + 2 s (the publisher is still running then).
-        let limit = i64::try_from((LEASE + Duration::from_secs(2)).as_nanos()).unwrap();
-        let mut worst = 0;
-        for (run, at) in &kills {
-            let owned: BTreeSet<u32> = handled
-                .iter()
-                .filter(|h| &h.run == run)
-                .map(|h| h.partition)
-                .collect();
-            for partition in owned {
-                let next = handled
-                    .iter()
-                    .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
-                    .map(|h| h.start)
-                    .min();
-                if let Some(next) = next {
-                    let takeover = next - at;
-                    worst = worst.max(takeover);
-                    assert!(
-                        takeover < limit,
-                        "partition {partition} of {run:?} taken over after {} ms",
-                        takeover / 1_000_000
-                    );
-                }
-                // No handling of the partition after the kill: nothing was left to take
-                // over (a lost event would show up as missing above).
-            }
-        }
-        println!("worst kill-to-takeover: {} ms", worst / 1_000_000);
+        // A partition with no handling after the kill had nothing left to take over (a lost
+        // event would show up as missing above).
+        let worst = worst_takeover(&handled, &kills);
+        let limit = LEASE + Duration::from_secs(2);
+        assert!(
+            worst < limit,
+            "a partition of a killed member was taken over after {} ms",
+            worst.as_millis()
+        );
+        println!("worst kill-to-takeover: {} ms", worst.as_millis());
     }
 
     /// A member frozen past its lease is fenced (see the module docs).

@@ -19,6 +19,11 @@ impl Spawned {
         self.0.id()
     }
 
+    /// Whether the child has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(None))
+    }
+
     /// SIGKILLs the child and reaps it.
     pub fn kill(&mut self) {
         let _ = self.0.kill();
@@ -36,7 +41,7 @@ impl Spawned {
 
 impl Drop for Spawned {
     fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
+        if self.is_running() {
             self.kill();
         }
     }

@@ -369,8 +369,11 @@ impl GroupProcesses {
                     }
                 }
                 ProcessOp::KillPublisher => {
+                    // Only a kill that cut a publisher short can leave stored events unlogged.
+                    if publishers.current.is_running() {
+                        publishers.killed += 1;
+                    }
                     publishers.current.kill();
-                    publishers.killed += 1;
                     publishers.plan.first += publishers.plan.count;
                     let log = dir.join(format!("published-{}.log", publishers.logs.len()));
                     publishers.current = self.spawn_plan(&log, &publishers.plan);
