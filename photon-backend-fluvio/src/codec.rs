@@ -1,7 +1,7 @@
 //! What a Fluvio record holds, and event ids.
 //!
 //! - Record key: the Photon topic key (none for unkeyed events).
-//! - Record value: the record in Photon's wire form ([`photon_core::wire`]) without
+//! - Record value: the record in Photon's wire form ([`photon_core::raw::wire`]) without
 //!   `event_id` and `seq`, which come from the record's position. Event headers are in it
 //!   (Fluvio records have none of their own), sealed with actor and payload when a
 //!   transport key is set. The exact Photon topic is
@@ -19,7 +19,7 @@ use crate::topic::is_fluvio_name;
 /// # Errors
 /// [`PhotonError::Codec`] (not expected: a draft holds only JSON values and strings).
 pub(crate) fn encode_value(draft: &RecordDraft) -> Result<Vec<u8>> {
-    photon_core::wire::encode_draft(draft)
+    photon_core::raw::wire::encode_draft(draft)
 }
 
 /// The Photon record stored in `value` at a position.
@@ -36,7 +36,7 @@ pub(crate) fn decode_value(
     let undecodable = |event_id: &str, reason: &dyn std::fmt::Display| {
         PhotonError::undecodable(topic, event_id, seq, None, value, reason)
     };
-    match photon_core::wire::decode_record("fluvio", value, event_id.clone(), seq) {
+    match photon_core::raw::wire::decode_record("fluvio", value, event_id.clone(), seq) {
         Ok(record) if record.topic_name == topic => Ok(record),
         Ok(record) => Err(undecodable(
             &event_id,
@@ -100,7 +100,10 @@ mod tests {
             record,
             Record::from_draft(draft, "f1:photon-x:0:4".into(), 5)
         );
-        assert_eq!(photon_core::wire::topic_of(&value).as_deref(), Some("a.b"));
+        assert_eq!(
+            photon_core::raw::wire::topic_of(&value).as_deref(),
+            Some("a.b")
+        );
         assert!(matches!(
             decode_value(&value, "a-b", "id".into(), 5),
             Err(PhotonError::Undecodable { seq: 5, .. })

@@ -15,7 +15,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use photon_core::shard::fnv1a;
+use photon_core::raw::shard::fnv1a;
 
 /// Records per shard reader whose envelope ids are remembered.
 pub const DEDUP_WINDOW: usize = 8192;

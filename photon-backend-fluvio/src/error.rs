@@ -20,3 +20,45 @@ pub(crate) fn unavailable(message: String, err: impl std::fmt::Display) -> Photo
 pub(crate) fn is_leaderless(text: &str) -> bool {
     text.contains("not the leader")
 }
+
+/// How long one request to the cluster (an admin request, opening a producer or a
+/// consumer, a record's ack on the layouts topic) may go unanswered before the port gives
+/// it up. The client waits for some answers without a bound: a request whose answer never
+/// comes (seen under the composition soak, about one schedule in 100) would otherwise hold
+/// a publish, and every publish behind the same lock, for good.
+pub(crate) const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Start of the message of a request given up after [`REQUEST_TIMEOUT`].
+const UNANSWERED: &str = "no answer to ";
+
+/// Awaits `request`, giving it up after [`REQUEST_TIMEOUT`].
+///
+/// # Errors
+/// [`PhotonError::Unavailable`] naming `what` when no answer came in time (see
+/// [`is_unanswered`]).
+pub(crate) async fn answered<T>(
+    what: impl FnOnce() -> String,
+    request: impl std::future::Future<Output = T>,
+) -> Result<T, PhotonError> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
+        Ok(answer) => Ok(answer),
+        Err(_) => Err(unanswered(what(), REQUEST_TIMEOUT)),
+    }
+}
+
+/// The error of a request (`what`) given up after `waited` without an answer.
+pub(crate) fn unanswered(what: String, waited: std::time::Duration) -> PhotonError {
+    let message = format!("{UNANSWERED}{what} within {waited:?}");
+    tracing::warn!(port = LABEL, "{message}; the connection will be replaced");
+    PhotonError::Unavailable {
+        backend: LABEL,
+        message,
+        source: None,
+    }
+}
+
+/// Whether `err` is a request given up by [`answered`]: the connection it went out on is
+/// to be replaced before the next try.
+pub(crate) fn is_unanswered(err: &PhotonError) -> bool {
+    matches!(err, PhotonError::Unavailable { backend: LABEL, message, .. } if message.starts_with(UNANSWERED))
+}

@@ -285,7 +285,9 @@ impl FluvioCoordination {
         inner
             .groups
             .started
-            .get_or_try_init(|| async {
+            // Boxed, as it runs once: its reads nest deep enough to overflow the layout of
+            // every caller's future.
+            .get_or_try_init(|| Box::pin(async {
                 let config = crate::config::FluvioConfig {
                     retention_max_age: LOG_RETENTION,
                     ..inner.config.clone()
@@ -298,9 +300,8 @@ impl FluvioCoordination {
                     &snapshots,
                 )
                 .await?;
-                // The newest snapshot first: only the records after it are read. (Boxed:
-                // its reads nest deep enough to overflow the layout of the callers' futures.)
-                if let Some(covers) = Box::pin(load_newest(inner, &inner.groups)).await? {
+                // The newest snapshot first: only the records after it are read.
+                if let Some(covers) = load_newest(inner, &inner.groups).await? {
                     let end = end_offset(&inner.fluvio(), &name).await?;
                     if end < covers {
                         return Err(PhotonError::Unavailable {
@@ -318,7 +319,7 @@ impl FluvioCoordination {
                     name.clone(),
                 ));
                 Ok::<_, PhotonError>(())
-            })
+            }))
             .await?;
         Ok(name)
     }

@@ -28,7 +28,7 @@ use photon_core::{PhotonError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::FluvioConfig;
-use crate::error::unavailable;
+use crate::error::{answered, unavailable};
 use crate::query::{end_offset, read_range};
 use crate::topic::{ensure_topic, fluvio_topic_name, is_settling, Topics, PROVISION_WAIT};
 
@@ -170,9 +170,19 @@ impl Layouts {
                 let open = topics
                     .producer(|| fluvio.clone(), config, LAYOUTS_TOPIC)
                     .await?;
-                let sent = match open.producer.send(RecordKey::NULL, value.clone()).await {
-                    Ok(output) => output.wait().await.map(|_| ()).map_err(anyhow::Error::from),
-                    Err(err) => Err(err),
+                let sending = async {
+                    match open.producer.send(RecordKey::NULL, value.clone()).await {
+                        Ok(output) => output.wait().await.map(|_| ()).map_err(anyhow::Error::from),
+                        Err(err) => Err(err),
+                    }
+                };
+                let sent = match answered(|| format!("a write to {LAYOUTS_TOPIC}"), sending).await {
+                    Ok(sent) => sent,
+                    Err(unanswered) => {
+                        open.producer.clear_errors().await;
+                        topics.forget(LAYOUTS_TOPIC);
+                        return Err(unanswered);
+                    }
                 };
                 let Err(err) = sent else { break };
                 open.producer.clear_errors().await;

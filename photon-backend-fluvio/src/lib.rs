@@ -52,7 +52,8 @@
 //!   `checkpoint_reset`): a commit log whose reading keeps the highest seq per entry has no
 //!   record that lowers one. `photon checkpoints --set`/`--reset` below the stored seq is
 //!   refused with `PhotonError::Unsupported`.
-//! - Topics and checkpoints cannot be listed (capability `catalog`).
+//! - Topics and checkpoints are listed (capability `catalog`) from the layouts topic
+//!   (every Photon topic this prefix recorded) and the checkpoint log.
 //!
 //! # Consumer groups (Fluvio)
 //!

@@ -239,13 +239,13 @@ impl StoragePort for FluvioStoragePort {
             .positions(&self.checkpoint_context(), key)
             .await?;
         // The lowest shard position: resuming every shard after it loses nothing (see
-        // `photon_core::shard::resume_seq`); durable subscriptions resume shard by shard.
+        // `photon_core::raw::shard::resume_seq`); durable subscriptions resume shard by shard.
         // A key lives in one shard: its positions come from that shard's seqs.
         let wanted: Vec<u32> = match key.key {
             Some(_) => positions.keys().copied().collect(),
             None => (0..self.inner.config.shards).collect(),
         };
-        Ok(photon_core::shard::resume_seq(&positions, wanted))
+        Ok(photon_core::raw::shard::resume_seq(&positions, wanted))
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
@@ -268,7 +268,7 @@ impl StoragePort for FluvioStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::group::subscribe_group(self, request)
+        photon_core::raw::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

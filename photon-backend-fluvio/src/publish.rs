@@ -35,7 +35,7 @@ use photon_core::{Appended, PhotonError, RecordDraft, Result};
 
 use crate::codec::{encode_value, event_id};
 use crate::config::FluvioConfig;
-use crate::error::unavailable;
+use crate::error::{unanswered, unavailable};
 use crate::port::{FluvioStoragePort, Inner};
 use crate::retention::topic_config;
 use crate::stream_shard::{seq_of, shard_for_key};
@@ -90,11 +90,7 @@ impl AckWatch {
             biased;
             result = output.wait() => result,
             _ = stalled.changed() => {
-                return Err(PhotonError::Unavailable {
-                    backend: crate::error::LABEL,
-                    message: format!("no ack from {name}: none came within {ACK_TIMEOUT:?}"),
-                    source: None,
-                });
+                return Err(unanswered(format!("the sends to {name} (no ack came)"), ACK_TIMEOUT));
             }
         };
         self.record_ack();
@@ -155,16 +151,26 @@ pub(crate) async fn open_producer(
 impl FluvioStoragePort {
     /// Appends a draft to its shard topic. A topic created moments ago may have no
     /// partition leader yet: such a refusal is tried again (with the same draft, which
-    /// readers deduplicate by envelope id) until the topic settles.
+    /// readers deduplicate by envelope id) until the topic settles. A request on the way
+    /// (creating the topic, opening its producer, checking its layout) that got no answer
+    /// is tried once more on a new connection.
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
         let settled = tokio::time::Instant::now() + crate::topic::PROVISION_WAIT;
+        let mut reconnected = false;
         loop {
+            // The client the try starts on: replaced after an unanswered request, unless
+            // the failed try replaced it already.
+            let client = self.inner.fluvio();
             match self.append_once(&draft).await {
                 Err(PhotonError::Unavailable { message, .. })
                     if crate::error::is_leaderless(&message)
                         && tokio::time::Instant::now() < settled =>
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(err) if crate::error::is_unanswered(&err) && !reconnected => {
+                    reconnected = true;
+                    self.inner.reconnect(&client).await;
                 }
                 result => return result,
             }

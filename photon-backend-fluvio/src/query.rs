@@ -311,7 +311,7 @@ impl FluvioStoragePort {
         let Some(record) = record_at(&self.inner.fluvio(), &name, offset).await? else {
             return Ok(None);
         };
-        let Some(topic) = photon_core::wire::topic_of(record.value()) else {
+        let Some(topic) = photon_core::raw::wire::topic_of(record.value()) else {
             return Ok(None);
         };
         // Only ids of this port's topic layout: the Fluvio topic must be a shard of `topic`.

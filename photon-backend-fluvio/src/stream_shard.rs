@@ -16,26 +16,26 @@ pub const TOPIC_SHARDS_ENV: &str = "PHOTON_FLUVIO_TOPIC_SHARDS";
 /// Largest accepted shard count.
 pub const MAX_TOPIC_SHARDS: u32 = 256;
 
-pub use photon_core::shard::{fnv1a, shard_for_key};
+pub use photon_core::raw::shard::{fnv1a, shard_for_key};
 
 /// The Photon seq of the record at `offset` of `shard`.
 pub fn seq_of(offset: i64, shard: u32, shards: u32) -> i64 {
-    photon_core::shard::sharded_seq(u64::try_from(offset + 1).unwrap_or(0), shard, shards)
+    photon_core::raw::shard::sharded_seq(u64::try_from(offset + 1).unwrap_or(0), shard, shards)
 }
 
 /// The shard a seq belongs to.
 pub fn shard_of_seq(seq: i64, shards: u32) -> u32 {
-    photon_core::shard::split_seq(seq, shards).1
+    photon_core::raw::shard::split_seq(seq, shards).1
 }
 
 /// The Fluvio offset a seq was given for (`-1` for seqs below every record).
 pub fn offset_of_seq(seq: i64, shards: u32) -> i64 {
-    i64::try_from(photon_core::shard::split_seq(seq, shards).0).unwrap_or(i64::MAX) - 1
+    i64::try_from(photon_core::raw::shard::split_seq(seq, shards).0).unwrap_or(i64::MAX) - 1
 }
 
 /// The first offset of `shard` whose seq is greater than `after`.
 pub fn first_offset_after(after: i64, shard: u32, shards: u32) -> i64 {
-    i64::try_from(photon_core::shard::first_position_after(
+    i64::try_from(photon_core::raw::shard::first_position_after(
         after, shard, shards,
     ))
     .unwrap_or(i64::MAX)

@@ -24,7 +24,7 @@ use photon_core::{PhotonError, Result};
 use tokio::sync::OnceCell;
 
 use crate::config::FluvioConfig;
-use crate::error::unavailable;
+use crate::error::{answered, unavailable};
 use crate::retention::cleanup_policy;
 use crate::stream_shard::fnv1a;
 
@@ -297,22 +297,27 @@ pub(crate) async fn ensure_topic(
     let exists = |listed: Vec<fluvio::metadata::objects::Metadata<TopicSpec>>| {
         listed.iter().any(|topic| topic.name == name)
     };
-    let listed = admin
-        .list::<TopicSpec, String>(vec![name.to_owned()])
-        .await
-        .map_err(|e| unavailable(format!("cannot list topic {name}"), e))?;
-    if exists(listed) {
+    let list = || async {
+        answered(
+            || format!("listing topic {name}"),
+            admin.list::<TopicSpec, String>(vec![name.to_owned()]),
+        )
+        .await?
+        .map_err(|e| unavailable(format!("cannot list topic {name}"), e))
+    };
+    if exists(list().await?) {
         return Ok(false);
     }
     let mut spec = TopicSpec::new_computed(1, config.replicas, None);
     spec.set_cleanup_policy(cleanup_policy(config.retention_max_age));
-    if let Err(create) = admin.create(name.to_owned(), false, spec).await {
-        // Another port may have created it in the meantime.
-        let listed = admin
-            .list::<TopicSpec, String>(vec![name.to_owned()])
-            .await
-            .map_err(|e| unavailable(format!("cannot list topic {name}"), e))?;
-        if !exists(listed) {
+    let created = answered(
+        || format!("creating topic {name}"),
+        admin.create(name.to_owned(), false, spec),
+    )
+    .await?;
+    // Another port may have created it in the meantime.
+    if let Err(create) = created {
+        if !exists(list().await?) {
             return Err(unavailable(format!("cannot create topic {name}"), create));
         }
     }
@@ -330,7 +335,7 @@ where
 {
     let deadline = tokio::time::Instant::now() + PROVISION_WAIT;
     loop {
-        match open().await {
+        match answered(|| format!("opening topic {name}"), open()).await? {
             Ok(value) => return Ok(value),
             Err(err) if is_not_found(&err) && tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;

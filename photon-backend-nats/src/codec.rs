@@ -1,6 +1,6 @@
 //! What a NATS message holds, and the encoding of event ids and seqs.
 //!
-//! - The payload is the record in Photon's wire form ([`photon_core::wire`]) without
+//! - The payload is the record in Photon's wire form ([`photon_core::raw::wire`]) without
 //!   `event_id` and `seq`: envelope id, creation time, topic, key and body (actor, payload
 //!   and event headers, or their seal).
 //! - `seq = stream_seq × shards + shard`: with one shard it is the stream sequence; with
@@ -45,7 +45,7 @@ pub(crate) fn mirrored_headers(draft: &RecordDraft) -> Option<HeaderMap> {
 /// # Errors
 /// [`PhotonError::Codec`] (not expected: a draft holds only JSON values and strings).
 pub(crate) fn encode(draft: &RecordDraft) -> Result<Bytes> {
-    photon_core::wire::encode_draft(draft).map(Bytes::from)
+    photon_core::raw::wire::encode_draft(draft).map(Bytes::from)
 }
 
 /// The record of a stored message.
@@ -53,7 +53,7 @@ pub(crate) fn encode(draft: &RecordDraft) -> Result<Bytes> {
 /// # Errors
 /// [`PhotonError::Codec`] naming the event when the payload is not a Photon record.
 pub(crate) fn decode(payload: &[u8], event_id: String, seq: i64) -> Result<Record> {
-    photon_core::wire::decode_record("NATS", payload, event_id, seq)
+    photon_core::raw::wire::decode_record("NATS", payload, event_id, seq)
 }
 
 /// The record of a message read from `topic`'s stream, for a subscription.
@@ -91,7 +91,7 @@ pub(crate) fn parse_event_id(event_id: &str) -> Option<(&str, u64)> {
     valid_stream.then_some((stream, seq))
 }
 
-pub(crate) use photon_core::shard::{
+pub(crate) use photon_core::raw::shard::{
     first_position_after as first_stream_seq_after, sharded_seq as photon_seq, split_seq,
 };
 

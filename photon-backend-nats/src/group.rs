@@ -613,7 +613,7 @@ impl NatsStoragePort {
 #[cfg(test)]
 mod tests {
     use photon_core::group::partition_of;
-    use photon_core::shard::{shard_for_key, sharded_seq};
+    use photon_core::raw::shard::{shard_for_key, sharded_seq};
 
     #[test]
     fn with_as_many_partitions_as_shards_a_partition_is_a_shard() {

@@ -330,14 +330,14 @@ impl StoragePort for NatsStoragePort {
 
     async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
         // The lowest shard position: resuming every shard after it loses nothing (see
-        // `photon_core::shard::resume_seq`); durable subscriptions resume shard by shard.
+        // `photon_core::raw::shard::resume_seq`); durable subscriptions resume shard by shard.
         let positions = self.checkpoint_positions(key).await?;
         let names = &self.inner.names;
         let wanted: Vec<u32> = match key.key.as_deref() {
             Some(topic_key) => vec![names.shard_of(Some(topic_key))],
             None => (0..names.shards()).collect(),
         };
-        Ok(photon_core::shard::resume_seq(&positions, wanted))
+        Ok(photon_core::raw::shard::resume_seq(&positions, wanted))
     }
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
@@ -353,7 +353,7 @@ impl StoragePort for NatsStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::group::subscribe_group(self, request)
+        photon_core::raw::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

@@ -59,7 +59,7 @@ impl Names {
 
     /// The shard of a key: unkeyed events live in shard 0.
     pub(crate) fn shard_of(&self, key: Option<&str>) -> u32 {
-        photon_core::shard::shard_for_key(key, self.shards)
+        photon_core::raw::shard::shard_for_key(key, self.shards)
     }
 
     pub(crate) fn stream_name(&self, topic: &str, shard: u32) -> String {

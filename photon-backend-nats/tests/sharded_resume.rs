@@ -74,7 +74,7 @@ async fn every_shard_resumes_from_its_own_position() {
     drop(committer);
     assert_eq!(
         store.port().load_checkpoint(&key).await.unwrap(),
-        photon_core::shard::resume_seq(&acked_lanes, 0..4),
+        photon_core::raw::shard::resume_seq(&acked_lanes, 0..4),
         "load returns the lowest shard position"
     );
 

@@ -1,6 +1,6 @@
 //! Subscriptions: replay in bounded pages, then wait for the next commit.
 //!
-//! The cursor is `photon_core::cursor`'s: it reads at most `page_size` records per query
+//! The cursor is `photon_core::raw::cursor`'s: it reads at most `page_size` records per query
 //! on a pooled connection and keeps only that page in memory. When it has caught up it
 //! waits for a commit to its topic: this port's writer wakes it at once, other processes'
 //! commits through the listener's `NOTIFY` (see `listen.rs`); without either it reads
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
-use photon_core::cursor::{
+use photon_core::raw::cursor::{
     answered, paged_subscription, CursorStart, CursorTiming, PageRead, PageSource,
 };
 use photon_core::{PhotonError, RecordStream, Result, StartAt, SubscribeRequest};

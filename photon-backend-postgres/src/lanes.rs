@@ -26,7 +26,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use deadpool_postgres::Pool;
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 use photon_core::Result;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch};

@@ -19,7 +19,7 @@ use tokio_postgres::{AsyncMessage, Client};
 
 use crate::connection::Server;
 use crate::error::{describe, pg_error};
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// The `NOTIFY` channel of a schema (a valid identifier: the schema name is checked).
 pub(crate) fn channel(schema: &str) -> String {

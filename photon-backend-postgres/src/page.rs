@@ -3,7 +3,7 @@
 //! keyed subscription.
 
 use deadpool_postgres::Client;
-use photon_core::cursor::Page;
+use photon_core::raw::cursor::Page;
 
 use crate::row::{decode_rows, RECORD_COLUMNS};
 

@@ -18,7 +18,7 @@ use crate::group::PostgresCoordination;
 use crate::lanes::Lanes;
 use crate::writer::Command;
 use crate::{connection, listen, retention, schema};
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// Durable storage in one PostgreSQL schema, shareable by any number of processes.
 ///
@@ -278,7 +278,7 @@ impl StoragePort for PostgresStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::group::subscribe_group(self, request)
+        photon_core::raw::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

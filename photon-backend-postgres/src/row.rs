@@ -1,11 +1,11 @@
-//! Reading the shared row form ([`photon_core::row`]) from PostgreSQL. The `body` column
+//! Reading the shared row form ([`photon_core::raw::row`]) from PostgreSQL. The `body` column
 //! is `bytea` holding the body's JSON.
 
-use photon_core::row::StoredRow;
+use photon_core::raw::row::StoredRow;
 use photon_core::{Record, Result};
 use tokio_postgres::Row;
 
-pub(crate) use photon_core::row::{PendingRow, RECORD_COLUMNS};
+pub(crate) use photon_core::raw::row::{PendingRow, RECORD_COLUMNS};
 
 /// Reads the [`RECORD_COLUMNS`] of a row.
 pub(crate) fn read_row(row: &Row) -> std::result::Result<StoredRow, tokio_postgres::Error> {

@@ -39,7 +39,7 @@ use crate::lanes::{lock, Across, Barrier, LaneKey, Senders};
 use crate::row::PendingRow;
 use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicRow};
 use crate::{checkpoint, publish, retention};
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// Attempts of one batch before its callers get the error.
 const ATTEMPTS: u32 = 4;

@@ -1,6 +1,6 @@
 //! Subscriptions: replay in bounded pages, then wait for the next commit.
 //!
-//! The cursor is `photon_core::cursor`'s: it reads at most `page_size` records per query
+//! The cursor is `photon_core::raw::cursor`'s: it reads at most `page_size` records per query
 //! on the blocking pool and keeps only that page in memory. When it has caught up it waits
 //! for this port's writer to commit to its topic (woken at once) or for `poll_interval` to
 //! pass (appends of other processes writing the same file), then reads again.
@@ -18,7 +18,7 @@
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use photon_core::cursor::{
+use photon_core::raw::cursor::{
     answered, paged_subscription, CursorStart, CursorTiming, PageRead, PageSource,
 };
 use photon_core::{PhotonError, RecordStream, Result, StartAt, SubscribeRequest};

@@ -7,7 +7,7 @@
 //! the topic's other records once, in bounded steps, and remembers how far it scanned, so
 //! a rare key costs one pass over new records, never a rescan.
 
-use photon_core::cursor::{Page, PageRead};
+use photon_core::raw::cursor::{Page, PageRead};
 use photon_core::Result;
 use rusqlite::{params, Connection};
 

@@ -18,7 +18,7 @@ use crate::group::SqliteCoordination;
 use crate::reader::Readers;
 use crate::schema::open_writer;
 use crate::writer::{Command, Writer};
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///
@@ -251,7 +251,7 @@ impl StoragePort for SqliteStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::group::subscribe_group(self, request)
+        photon_core::raw::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

@@ -1,9 +1,9 @@
-//! Reading the shared row form ([`photon_core::row`]) from SQLite.
+//! Reading the shared row form ([`photon_core::raw::row`]) from SQLite.
 
-pub(crate) use photon_core::row::StoredRow;
+pub(crate) use photon_core::raw::row::StoredRow;
 use rusqlite::{Connection, Row};
 
-pub(crate) use photon_core::row::{PendingRow, RECORD_COLUMNS};
+pub(crate) use photon_core::raw::row::{PendingRow, RECORD_COLUMNS};
 
 /// Reads the [`RECORD_COLUMNS`] of a row.
 pub(crate) fn read_row(row: &Row<'_>) -> rusqlite::Result<StoredRow> {

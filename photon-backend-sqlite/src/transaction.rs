@@ -29,7 +29,7 @@ use crate::publish;
 use crate::row::PendingRow;
 use crate::topic::{provision_topic, store_last_seq};
 use crate::writer::Command;
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// A transaction on the port's write connection, handed to the closure of
 /// [`SqliteStoragePort::transaction`] and to transactional handlers.

@@ -24,7 +24,7 @@ use crate::row::PendingRow;
 use crate::topic::{find_topic, provision_topic, store_last_seq, TopicRow};
 use crate::transaction::TransactionWork;
 use crate::{checkpoint, publish, retention};
-use photon_core::wake::CommitWakers;
+use photon_core::raw::wake::CommitWakers;
 
 /// A write (or a read that must be ordered with writes) for the writer thread.
 #[derive(Debug)]

@@ -5,7 +5,7 @@
 //!
 //! Skips with a printed reason when chromium or chromedriver is missing, unless
 //! `PHOTON_TEST_REQUIRE` names `chromium`. With `PHOTON_UPDATE_SCREENSHOT=1` it also writes
-//! the README's screenshot, `docs/serve.png`.
+//! the screenshot `docs/cli.md` shows, `docs/serve.png`.
 
 mod common;
 

@@ -197,9 +197,10 @@ pub enum PhotonError {
     Codec {
         /// What was being encoded or decoded.
         context: String,
-        /// The serde error.
+        /// The codec's error (a `serde_json::Error` for Photon's own formats, downcast
+        /// to it when the detail matters).
         #[source]
-        source: serde_json::Error,
+        source: BoxError,
     },
     /// A stored record could not be decoded. The stream that returned it continues; the
     /// error keeps the record's position and its stored bytes, so that a consumer can
@@ -322,10 +323,10 @@ impl PhotonError {
     }
 
     /// A codec error with context.
-    pub fn codec(context: impl Into<String>, source: serde_json::Error) -> Self {
+    pub fn codec(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Codec {
             context: context.into(),
-            source,
+            source: source.into(),
         }
     }
 

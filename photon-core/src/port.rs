@@ -184,7 +184,7 @@ pub trait Acknowledge: Send + Sync {
     }
 
     /// The partition ownership this delivery was handed out under, where the group runs
-    /// the lease protocol ([`crate::group::join`]).
+    /// the lease protocol ([`crate::raw::group::join`]).
     fn ownership(&self) -> Option<Ownership> {
         None
     }
@@ -426,7 +426,7 @@ pub trait StoragePort: Send + Sync + 'static {
     /// Joins a consumer group.
     ///
     /// Ports with a [`GroupCoordination`] primitive implement this with
-    /// [`crate::group::join`] (default options, member named by the request), so that their
+    /// [`crate::raw::group::join`] (default options, member named by the request), so that their
     /// groups span processes; `Photon::group` calls `join` itself to pass options.
     ///
     /// - Requires capability `consumer_groups`.
@@ -443,7 +443,7 @@ pub trait StoragePort: Send + Sync + 'static {
     }
 
     /// The group primitive of this port, when its groups span processes: members in any
-    /// process joined through it (with [`crate::group::join`]) share the work.
+    /// process joined through it (with [`crate::raw::group::join`]) share the work.
     ///
     /// - A port claiming capability `consumer_groups` returns it; one without the
     ///   capability returns `None`.

@@ -2,7 +2,7 @@
 //! arbitrary, truncated and tampered input with a typed error, never a panic.
 
 use chrono::{DateTime, Utc};
-use photon_core::wire::{decode_record, encode_draft, topic_of};
+use photon_core::raw::wire::{decode_record, encode_draft, topic_of};
 use photon_core::{
     Body, CryptoFailure, Headers, PhotonError, Record, RecordDraft, SealedBody, TransportCrypto,
 };

@@ -18,13 +18,16 @@
 //! # });
 //! ```
 
+mod admin;
 mod backend;
 mod builder;
+mod dead_letter;
 pub mod executor;
 mod group;
 #[cfg(feature = "otel")]
 mod otel;
 mod photon;
+mod shutdown;
 mod spans;
 mod subscription;
 #[cfg(feature = "testing")]

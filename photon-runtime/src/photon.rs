@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
-use crate::executor::shutdown::StopSwitch;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
 use crate::group::{GroupStatus, GroupSubscription};
+use crate::shutdown::StopSwitch;
 use crate::subscription::DurableSubscription;
 
 /// A Photon instance over one storage port. Clones share everything.
@@ -333,7 +333,7 @@ impl Photon {
     /// ([`photon_core::group::nth_member`]: `PHOTON_GROUP_MEMBER`, else `<hostname>-<pid>`,
     /// then `-2`, `-3`, ... for further members of the group) with the default options: the members share the topic's
     /// events, each key handled by one member at a time, in order. See
-    /// [`GroupSubscription`] and, for what each backend guarantees, the README.
+    /// [`GroupSubscription`] and, for what each backend guarantees, `docs/guarantees.md`.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -407,7 +407,7 @@ impl Photon {
                     .unwrap_or_else(|p| p.into_inner())
                     .insert((group.to_owned(), topic.to_owned()));
                 GroupSubscription::from_membership(
-                    photon_core::group::join(port, coordination, request, options),
+                    photon_core::raw::group::join(port, coordination, request, options),
                     store,
                     group,
                     topic,

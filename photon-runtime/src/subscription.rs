@@ -15,8 +15,8 @@ use photon_core::{
     RecordStream, Result, Unopened,
 };
 
-use crate::executor::dead_letter::{store_dead_letter, DeadLetter, Stored};
-use crate::executor::shutdown::{StopSignal, StopSwitch};
+use crate::dead_letter::{store_dead_letter, DeadLetter, Stored};
+use crate::shutdown::{StopSignal, StopSwitch};
 use crate::spans::{self, Position};
 
 /// A durable subscription: a stream of events after the stored checkpoint.

@@ -28,7 +28,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
-use photon_core::group::{join, partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::group::{partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::raw::group::join;
 use photon_core::{EventStore, GroupRequest, PhotonError, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
-use photon_core::group::{join, GroupOptions};
+use photon_core::group::GroupOptions;
+use photon_core::raw::group::join;
 use photon_core::{EventStore, GroupRequest, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
 

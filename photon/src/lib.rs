@@ -13,8 +13,8 @@
 //!
 //! The feature `testing` (off by default) adds `photon::testing`, helpers for your own tests.
 //! The feature `otel` (off by default) carries the W3C trace context of each publish in the
-//! event's headers and continues it in the handler's span (see "Trace propagation" in the
-//! README).
+//! event's headers and continues it in the handler's span (see "Trace propagation" in
+//! `docs/observability.md`).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -122,8 +122,8 @@
 //!
 //! # Examples
 //! `photon/examples/` holds runnable services, one per backend (`sqlite_service`,
-//! `nats_service`, `fluvio_service`), and `orders` on the in-process store; the README says
-//! how to run them.
+//! `nats_service`, `fluvio_service`, `postgres_service`), and `orders` on the in-process
+//! store; `docs/testing.md` says how to run them.
 
 pub use futures;
 pub use photon_core as core;

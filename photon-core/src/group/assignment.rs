@@ -1,7 +1,7 @@
 //! Which partition an event belongs to, and which member owns which partition. Every
 //! member computes both from the same inputs, so they agree without talking to each other.
 
-use crate::shard::fnv1a;
+use crate::raw::shard::fnv1a;
 
 /// The partition of an event on a store without shards: `fnv1a(key) % partitions` for a
 /// keyed event (so a key always lives in one partition), `seq % partitions` for an unkeyed

@@ -31,7 +31,7 @@ mod assignment;
 mod coordination;
 mod identity;
 pub mod layout;
-mod member;
+pub(crate) mod member;
 mod options;
 mod partition;
 mod reader;
@@ -42,7 +42,7 @@ pub use coordination::{
 };
 pub use identity::{default_member, nth_member, MEMBER_ENV};
 pub use layout::{current_view, Layout, MAX_PARTITIONS};
-pub use member::{join, subscribe_group, GroupMembership};
+pub use member::GroupMembership;
 pub use options::{
     GroupOptions, DEFAULT_COMMIT_INTERVAL, DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_PARTITIONS,
     DEFAULT_READ_AHEAD,

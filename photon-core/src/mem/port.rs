@@ -183,7 +183,7 @@ impl StoragePort for MemStoragePort {
     }
 
     fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        crate::group::subscribe_group(self, request)
+        crate::raw::group::subscribe_group(self, request)
     }
 
     fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {

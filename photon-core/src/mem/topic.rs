@@ -8,9 +8,9 @@ use std::task::Waker;
 use crate::error::Result;
 use crate::event::{Record, RecordDraft};
 use crate::port::CheckpointKey;
-use crate::wire;
+use crate::raw::wire;
 
-/// A record as the log keeps it: its wire form ([`crate::wire`]). The mem port keeps every
+/// A record as the log keeps it: its wire form ([`crate::raw::wire`]). The mem port keeps every
 /// record it was given, and the encoded form takes about a fifth of the memory of the
 /// decoded one (a JSON object alone allocates a 640-byte map node), which is what an
 /// append spent most of its time on: fresh pages. Readers decode their own copy, as they

@@ -7,7 +7,7 @@
 //!
 //! Every figure is recorded by `photon-core` and `photon-runtime`, in front of the storage
 //! port, so that every backend reports the same set without code of its own. The `backend`
-//! label is the port's [`crate::StoragePort::label`] (`mem`, `sqlite`, `nats`, `fluvio`).
+//! label is the port's [`crate::StoragePort::label`] (`mem`, `sqlite`, `nats`, `fluvio`, `postgres`).
 //! A consumer is labelled `subscription` (a durable subscription, or an executor handler
 //! without group: its durable name) or `group` (a consumer group, or an executor handler
 //! with one), never both.
@@ -29,7 +29,7 @@
 //! # Lag
 //! Lag is the topic's head seq minus the committed checkpoint (the lowest committed lane
 //! of a subscription), never below 0, on ports with the `head_seq` capability (mem,
-//! SQLite and NATS; on the others, Fluvio among them, the gauges are never set). Where
+//! SQLite, NATS and PostgreSQL; on Fluvio the gauges are never set). Where
 //! seqs have gaps (NATS topics with several stream shards) it is an upper bound of the
 //! backlog, as in the admin snapshot.
 //!
@@ -295,12 +295,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_readme_table_lists_every_metric_of_the_catalogue() {
-        let readme = include_str!("../../../README.md");
-        let section = readme
+    fn the_observability_page_lists_every_metric_of_the_catalogue() {
+        let page = include_str!("../../../docs/observability.md");
+        let section = page
             .split("\n## Metrics\n")
             .nth(1)
-            .expect("README has a Metrics section");
+            .expect("docs/observability.md has a Metrics section");
         let table_names: Vec<&str> = section
             .lines()
             .take_while(|line| !line.starts_with("## "))

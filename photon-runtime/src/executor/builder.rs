@@ -12,11 +12,11 @@ use photon_core::{
 
 use super::dispatch::{self, Subscription};
 use super::handler::{HandlerDescriptor, HandlerOptions, IntoHandlerResult, Registration};
-use super::shutdown::StopSwitch;
 use super::transactional;
 use super::typed::TypedTopic;
 use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
 use crate::photon::Photon;
+use crate::shutdown::StopSwitch;
 
 /// Builds an [`Executor`] on a `Photon`: `photon.executor()`.
 ///

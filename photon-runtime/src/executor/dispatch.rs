@@ -21,12 +21,12 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::config::ExecutorConfig;
-use super::dead_letter::{store_dead_letter, DeadLetter, Stored, Transactional};
 use super::handler::Registration;
 use super::idle::ReadPosition;
 use super::retry::{run_with_retries, Outcome};
-use super::shutdown::{drain_workers, log_join_error, StopSignal};
 use super::stats::SubscriptionStats;
+use crate::dead_letter::{store_dead_letter, DeadLetter, Stored, Transactional};
+use crate::shutdown::{drain_workers, log_join_error, StopSignal};
 use crate::spans::{self, Position};
 use photon_core::Progress;
 
@@ -161,7 +161,7 @@ impl Subscription {
         };
         let (deliveries, undecodable): (DeliveryStream, _) = match port.group_coordination() {
             Some(coordination) => {
-                let membership = photon_core::group::join(
+                let membership = photon_core::raw::group::join(
                     port,
                     coordination,
                     request,

@@ -84,18 +84,15 @@
 //! [`FlushPolicy::max_pending`]: photon_core::FlushPolicy::max_pending
 //! [`FlushPolicy::interval`]: photon_core::FlushPolicy::interval
 
-mod admin;
 mod builder;
-mod config;
-pub(crate) mod dead_letter;
+pub(crate) mod config;
 mod dispatch;
 mod fencing;
 mod handler;
 mod idle;
-mod retry;
-pub(crate) mod shutdown;
+pub(crate) mod retry;
 mod stats;
-mod transactional;
+pub(crate) mod transactional;
 mod typed;
 
 use std::sync::{Arc, Mutex};
@@ -104,7 +101,8 @@ use std::time::Duration;
 use photon_core::{PhotonError, Result, StartPolicy, StoragePort};
 use tokio::task::JoinHandle;
 
-pub use admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
+pub use crate::admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
+pub use crate::dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use builder::ExecutorBuilder;
 pub use config::{
     ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,
@@ -113,7 +111,6 @@ pub use config::{
 };
 #[allow(deprecated)]
 pub use config::{INITIAL_BACKOFF_MS_ENV, MAX_BACKOFF_MS_ENV, SHUTDOWN_TIMEOUT_MS_ENV};
-pub use dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use fencing::current_ownership;
 pub use handler::{
     HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
@@ -122,9 +119,9 @@ pub use handler::{
 pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 
+use crate::shutdown::StopSwitch;
 use idle::ReadPosition;
 use photon_core::Progress;
-use shutdown::StopSwitch;
 use stats::SubscriptionStats;
 
 /// How long [`Executor::wait_idle`] waits before it fails with [`PhotonError::Timeout`].

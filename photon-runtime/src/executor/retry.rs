@@ -14,7 +14,7 @@ use tracing::{Instrument, Span};
 use super::config::RetryPolicy;
 use super::dispatch::Subscription;
 use super::handler::{HandlerFn, HandlerOptions};
-use super::shutdown::StopSignal;
+use crate::shutdown::StopSignal;
 
 /// How one event ended.
 #[derive(Debug)]

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use photon_core::group::{join, GroupMembership, GroupOptions};
+use photon_core::group::{GroupMembership, GroupOptions};
+use photon_core::raw::group::join;
 use photon_core::{
     BatchEvent, Event, FlushPolicy, GroupRequest, PhotonError, StartAt, StoragePort,
     TransportCrypto,

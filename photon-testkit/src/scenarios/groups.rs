@@ -332,7 +332,7 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
     let options = GroupOptions::new("a")
         .lease(Duration::from_millis(1500))
         .heartbeat(Duration::from_millis(100));
-    let mut member = photon_core::group::join(
+    let mut member = photon_core::raw::group::join(
         port.clone(),
         own,
         GroupRequest {
@@ -427,7 +427,7 @@ pub async fn group_read_ahead_bounded(ctx: Context) {
         topic: topic.clone(),
         start: StartAt::Beginning,
     };
-    let mut member = photon_core::group::join(
+    let mut member = photon_core::raw::group::join(
         port.clone(),
         coordination.clone(),
         request.clone(),
@@ -454,7 +454,8 @@ pub async fn group_read_ahead_bounded(ctx: Context) {
         "one partition in seq order"
     );
     member.leave().await;
-    let mut again = photon_core::group::join(ctx.port().await, coordination, request, options());
+    let mut again =
+        photon_core::raw::group::join(ctx.port().await, coordination, request, options());
     assert_quiet(&mut again, Duration::from_millis(800)).await;
 }
 
@@ -617,7 +618,7 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
             .lease(Duration::from_secs(1))
             .heartbeat(Duration::from_millis(100))
     };
-    let mut first = photon_core::group::join(
+    let mut first = photon_core::raw::group::join(
         port.clone(),
         coordination.clone(),
         request("first"),
@@ -638,7 +639,7 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
         "{from} -> {to}: half the partitions acknowledged"
     );
     let second_port = ctx.port().await;
-    let mut second = photon_core::group::join(
+    let mut second = photon_core::raw::group::join(
         second_port.clone(),
         coordination.clone(),
         request("second"),

@@ -21,11 +21,11 @@ use photon_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::RetryPolicy;
-use super::retry;
-use super::shutdown::StopSignal;
-use super::transactional::LetterCommit;
+use crate::executor::config::RetryPolicy;
+use crate::executor::retry;
+use crate::executor::transactional::LetterCommit;
 use crate::photon::Photon;
+use crate::shutdown::StopSignal;
 
 /// Records listed per page when reading a dead-letter topic.
 const PAGE: usize = 1000;

@@ -3,7 +3,7 @@
 //! A [`PageSource`] reads the next page of one topic (or one key) after a seq, or finds
 //! the gap in front of it; [`paged_subscription`] turns it into the subscription's
 //! [`RecordStream`]. The stream keeps only one page in memory. When it has caught up it
-//! waits for the port's commit signal for the topic (see [`crate::wake::CommitWakers`]) or
+//! waits for the port's commit signal for the topic (see [`crate::raw::wake::CommitWakers`]) or
 //! for `recheck` to pass, then reads again.
 //!
 //! A cursor whose next seq was deleted (retention, `truncate_before`) yields one

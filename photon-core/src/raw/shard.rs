@@ -53,7 +53,7 @@ pub fn first_position_after(after: i64, shard: u32, shards: u32) -> u64 {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use photon_core::shard::resume_seq;
+/// use photon_core::raw::shard::resume_seq;
 /// let positions = BTreeMap::from([(0, 400), (1, 10)]);
 /// assert_eq!(resume_seq(&positions, 0..2), Some(10));
 /// assert_eq!(resume_seq(&positions, 0..4), Some(0));
