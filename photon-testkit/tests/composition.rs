@@ -26,6 +26,14 @@ use photon_testkit::{MemFactory, PortFactory};
 const CASES: usize = 16;
 
 async fn soak(factory: Option<impl PortFactory>) {
+    // The ports' warnings (a request given up, a reconnect) go with the test's output: shown
+    // beside a failing schedule, or live with `--nocapture`.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PHOTON_TEST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _already_set = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
     if let Some(factory) = factory {
         run_cases(Arc::new(factory), &[], CASES).await;
     }
