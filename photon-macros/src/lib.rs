@@ -11,8 +11,11 @@
 //! the registry (`TopicRegistry::from_inventory`). The name is checked at compile time.
 //!
 //! # `#[subscribe(topic = "...", durable = "...", key = "...")]`
-//! On an `async fn` with one argument: a `photon::Event`, or a `#[topic]` type decoded from
-//! the payload (a payload that does not decode is dead-lettered). It returns `()` or
+//! On an `async fn` whose event argument is a `photon::Event`, or a `#[topic]` type decoded
+//! from the payload (a payload that does not decode is dead-lettered); besides it, in any
+//! order, it may take `State<T>` (a value registered with `ExecutorBuilder::state` or
+//! `PhotonBuilder::state`), `Photon` and `Context`, four arguments at most (recognised by
+//! the last segment of their type's path; see `docs/handlers.md`). It returns `()` or
 //! `Result<(), E>` with `E: Into<PhotonError>`. `durable` names the checkpoint; `topic` may
 //! be left out for a typed argument (it must match the type's topic when given); `key`
 //! restricts the handler to one key. `Photon::start_executor` runs every such handler.
@@ -98,13 +101,47 @@ pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `key` (only this key's events), `group` (share the topic with the other members of this
 /// consumer group; alone, it is also the durable name). See the crate documentation.
 ///
+/// The function takes its event (an `Event` or a `#[topic]` type) and, in any order, any
+/// of `State<T>`, `Photon` and `Context` (`photon::runtime::{State, Context}`, also in
+/// the prelude): up to four arguments. `Photon::start_executor` fails with
+/// `PhotonError::Config` when a `State<T>` it takes has no registered value.
+///
+/// ```
+/// use photon::prelude::*;
+///
+/// #[derive(Clone)]
+/// struct Prices { vat_percent: u32 }
+///
+/// #[subscribe(topic = "carts", durable = "pricing")]
+/// async fn price(context: Context, cart: Event, prices: State<Prices>, photon: Photon)
+///     -> Result<(), PhotonError>
+/// {
+///     let total = cart.payload["net"].as_u64().unwrap_or(0) * (100 + u64::from(prices.vat_percent)) / 100;
+///     let priced = serde_json::json!({ "cart_seq": context.seq(), "total": total });
+///     photon.publish("priced", context.key(), cart.actor, priced).await?;
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let photon = Photon::builder().state(Prices { vat_percent: 20 }).build()?;
+/// photon.publish("carts", Some("c-1"), serde_json::json!(null), serde_json::json!({ "net": 100 })).await?;
+/// let executor = photon.start_executor()?;
+/// executor.wait_idle().await?;
+/// let priced = photon.subscribe("priced", None, None).next().await.unwrap()?;
+/// assert_eq!(priced.payload, serde_json::json!({ "cart_seq": 1, "total": 120 }));
+/// executor.shutdown().await?;
+/// # Ok::<_, PhotonError>(())
+/// # }).unwrap();
+/// ```
+///
 /// With the flag `transactional`, the handler is a plain `fn` of the port's transaction
 /// and an input (`fn book(tx: &SqliteTransaction<'_>, payment: Payment) -> Result<(),
 /// PhotonError>`): what it writes through the transaction commits together with the
 /// checkpoint advance (`photon_core::TransactionalPort`), so its effects in that database
 /// are exactly-once. It runs on the port's writer thread, one event at a time in seq
 /// order; it cannot join a group. The executor binds it to the `Photon`'s port at start
-/// and refuses another kind of port with `PhotonError::InvalidInput`.
+/// and refuses another kind of port with `PhotonError::InvalidInput`. A transactional
+/// handler takes the transaction and its event only (no `State`, `Photon` or `Context`).
 ///
 /// # Examples
 /// A handler of raw events, one of a single key, and a group member:

@@ -65,14 +65,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             "#[subscribe] handlers cannot be generic",
         ));
     }
-    let input =
-        match (signature.inputs.len(), signature.inputs.first()) {
-            (1, Some(FnArg::Typed(argument))) => &argument.ty,
-            _ => return Err(syn::Error::new_spanned(
-                &signature.inputs,
-                "#[subscribe] handlers take exactly one argument: an `Event` or a `#[topic]` type",
-            )),
-        };
+    let input = event_argument(signature)?;
     let topic = topic_tokens(&args)?;
     let key = key_tokens(&args);
     let name = &signature.ident;
@@ -82,15 +75,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         #item
 
         const _: () = {
-            fn #wrapper(event: ::photon::Event) -> ::photon::runtime::HandlerFuture {
-                ::std::boxed::Box::pin(async move {
-                    match <#input as ::photon::runtime::HandlerInput>::from_event(event) {
-                        ::core::result::Result::Ok(input) => {
-                            ::photon::runtime::IntoHandlerResult::into_handler_result(#name(input).await)
-                        }
-                        ::core::result::Result::Err(error) => ::core::result::Result::Err(error),
-                    }
-                })
+            fn #wrapper() -> ::photon::runtime::BoxedHandler {
+                ::photon::runtime::BoxedHandler::new(#name)
             }
 
             ::photon::core::inventory::submit! {
@@ -107,6 +93,56 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             }
         };
     })
+}
+
+/// Most arguments a handler takes (the arities `photon_runtime::Handler` is implemented
+/// for).
+const MAX_ARGUMENTS: usize = 4;
+
+/// The type of the handler's event argument: the one argument that is not a `State<..>`,
+/// `Photon` or `Context` (recognised by the last segment of their path, as written).
+fn event_argument(signature: &syn::Signature) -> syn::Result<&syn::Type> {
+    let mut events = Vec::new();
+    for argument in &signature.inputs {
+        match argument {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new_spanned(
+                    receiver,
+                    "#[subscribe] handlers are free functions: they cannot take `self`",
+                ))
+            }
+            FnArg::Typed(typed) if !is_extra_argument(&typed.ty) => events.push(&*typed.ty),
+            FnArg::Typed(_) => {}
+        }
+    }
+    if signature.inputs.len() > MAX_ARGUMENTS {
+        return Err(syn::Error::new_spanned(
+            &signature.inputs,
+            "#[subscribe] handlers take at most four arguments: the event and any of `State<T>`, `Photon`, `Context`",
+        ));
+    }
+    match events[..] {
+        [event] => Ok(event),
+        _ => Err(syn::Error::new_spanned(
+            &signature.inputs,
+            "#[subscribe] handlers take exactly one event argument (an `Event` or a `#[topic]` type), besides any of `State<T>`, `Photon`, `Context`",
+        )),
+    }
+}
+
+/// Whether `ty` is one of the arguments taken from the executor rather than the event.
+fn is_extra_argument(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    path.qself.is_none()
+        && path.path.segments.last().is_some_and(|last| {
+            matches!(
+                (last.ident.to_string().as_str(), &last.arguments),
+                ("State", syn::PathArguments::AngleBracketed(_))
+                    | ("Photon" | "Context", syn::PathArguments::None)
+            )
+        })
 }
 
 /// What the attribute says beside the function, as tokens of the descriptor.
@@ -156,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn needs_an_async_fn_with_one_argument() {
+    fn needs_an_async_fn_with_one_event_argument() {
         let sync = error(
             quote!(durable = "billing"),
             quote!(
@@ -172,7 +208,52 @@ mod tests {
         );
         assert_eq!(
             two,
-            "#[subscribe] handlers take exactly one argument: an `Event` or a `#[topic]` type"
+            "#[subscribe] handlers take exactly one event argument (an `Event` or a `#[topic]` type), besides any of `State<T>`, `Photon`, `Context`"
+        );
+        let none = error(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(photon: Photon, context: photon::runtime::Context) {}
+            ),
+        );
+        assert_eq!(none, two);
+        let five = error(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(a: Event, b: Photon, c: Context, d: State<Db>, e: State<Cache>) {}
+            ),
+        );
+        assert_eq!(
+            five,
+            "#[subscribe] handlers take at most four arguments: the event and any of `State<T>`, `Photon`, `Context`"
+        );
+    }
+
+    #[test]
+    fn finds_the_event_among_the_other_arguments() {
+        let expanded = expand(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(
+                    context: Context,
+                    State(db): State<Db>,
+                    order: shop::Order,
+                    photon: ::photon::runtime::Photon,
+                ) {
+                }
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            expanded.contains(
+                "input_topic : < shop :: Order as :: photon :: runtime :: HandlerInput > :: TOPIC"
+            ),
+            "{expanded}"
+        );
+        assert!(
+            expanded.contains(":: photon :: runtime :: BoxedHandler :: new (bill)"),
+            "{expanded}"
         );
     }
 

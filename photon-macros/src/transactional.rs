@@ -109,12 +109,14 @@ pub(crate) fn expand(
             }
 
             // The executor runs a transactional descriptor through its binding only.
-            fn #unused(_event: ::photon::Event) -> ::photon::runtime::HandlerFuture {
-                ::std::boxed::Box::pin(::core::future::ready(::core::result::Result::Err(
-                    ::photon::PhotonError::InvalidInput(::std::string::String::from(
-                        "a transactional handler runs only through its binding",
-                    )),
-                )))
+            fn #unused() -> ::photon::runtime::BoxedHandler {
+                ::photon::runtime::BoxedHandler::new(|_event: ::photon::Event| {
+                    ::core::future::ready(::core::result::Result::<(), _>::Err(
+                        ::photon::PhotonError::InvalidInput(::std::string::String::from(
+                            "a transactional handler runs only through its binding",
+                        )),
+                    ))
+                })
             }
 
             ::photon::core::inventory::submit! {

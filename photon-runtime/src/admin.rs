@@ -103,7 +103,7 @@ impl Photon {
     /// let photon = photon_runtime::Photon::builder().build()?;
     /// let executor = photon
     ///     .executor()
-    ///     .handler("billing", "orders", |_event| async {})
+    ///     .handler("billing", "orders", |_event: photon_runtime::Event| async {})
     ///     .start()?;
     /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
     /// executor.wait_idle().await?;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use photon_core::mem::MemStoragePort;
 use photon_core::{FlushPolicy, Result, StoragePort, TopicRegistry, TransportCrypto};
 
+use crate::executor::arguments::States;
 use crate::executor::ExecutorConfig;
 use crate::photon::Photon;
 
@@ -35,6 +36,7 @@ pub struct PhotonBuilder {
     registry: Option<TopicRegistry>,
     flush_policy: FlushPolicy,
     executor_config: Option<ExecutorConfig>,
+    states: States,
 }
 
 impl std::fmt::Debug for PhotonBuilder {
@@ -46,6 +48,7 @@ impl std::fmt::Debug for PhotonBuilder {
             .field("key_ids", &key_ids)
             .field("flush_policy", &self.flush_policy)
             .field("executor_config", &self.executor_config)
+            .field("states", &self.states.len())
             .finish_non_exhaustive()
     }
 }
@@ -109,6 +112,35 @@ impl PhotonBuilder {
         self
     }
 
+    /// Registers `value` for the handlers of every executor of this `Photon` that take
+    /// [`State<T>`](crate::executor::State) (with `T` its type), as
+    /// [`ExecutorBuilder::state`](crate::ExecutorBuilder::state) does for one executor
+    /// (whose own value of a type replaces this one).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::executor::State;
+    /// use photon_runtime::{Event, PhotonBuilder, PhotonError};
+    ///
+    /// #[derive(Clone)]
+    /// struct Greeting(&'static str);
+    ///
+    /// let photon = PhotonBuilder::new().state(Greeting("hello")).build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("greeter", "visits", |event: Event, State(greeting): State<Greeting>| async move {
+    ///         println!("{} {}", greeting.0, event.payload);
+    ///     })
+    ///     .start()?;
+    /// # executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states.insert(value);
+        self
+    }
+
     /// Builds the handle.
     ///
     /// # Errors
@@ -145,6 +177,7 @@ impl PhotonBuilder {
             registry,
             self.flush_policy,
             executor_config,
+            self.states,
         ))
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::backend::{GenericPhotonBackend, PhotonBackend};
 use crate::builder::PhotonBuilder;
+use crate::executor::arguments::States;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
 use crate::group::{GroupStatus, GroupSubscription};
 use crate::shutdown::StopSwitch;
@@ -50,6 +51,19 @@ struct Inner {
     durable_stop: Arc<StopSwitch>,
     /// Every `(group, topic)` joined through [`Photon::group_with`], for the admin snapshot.
     joined_groups: Mutex<std::collections::BTreeSet<(String, String)>>,
+    /// Handler states registered with `PhotonBuilder::state`, the default of each executor.
+    states: States,
+}
+
+/// A [`Photon`] that does not keep it alive: what the executor's tasks hold to hand
+/// handlers a `Photon` argument.
+pub(crate) struct WeakPhoton(Weak<Inner>);
+
+impl WeakPhoton {
+    /// The `Photon`, unless every handle of it was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Photon> {
+        self.0.upgrade().map(|inner| Photon { inner })
+    }
 }
 
 impl std::fmt::Debug for Photon {
@@ -73,6 +87,7 @@ impl Photon {
         registry: TopicRegistry,
         flush_policy: FlushPolicy,
         executor_config: ExecutorConfig,
+        states: States,
     ) -> Self {
         let store = EventStore::new(port, crypto);
         #[cfg(feature = "otel")]
@@ -86,6 +101,7 @@ impl Photon {
                 executors: Mutex::new(Vec::new()),
                 durable_stop: Arc::new(StopSwitch::new()),
                 joined_groups: Mutex::default(),
+                states,
             }),
         }
     }
@@ -669,6 +685,15 @@ impl Photon {
     /// The executor settings (`PhotonBuilder::executor_config`, else the environment).
     pub fn executor_config(&self) -> &ExecutorConfig {
         &self.inner.executor_config
+    }
+
+    /// The handler states registered with `PhotonBuilder::state`.
+    pub(crate) fn states(&self) -> &States {
+        &self.inner.states
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakPhoton {
+        WeakPhoton(Arc::downgrade(&self.inner))
     }
 
     pub(crate) fn attach_executor(&self, executor: Arc<ExecutorShared>) {

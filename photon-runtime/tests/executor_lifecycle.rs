@@ -240,7 +240,7 @@ fn start_outside_a_runtime_is_an_error() {
     let photon = Photon::builder().build().unwrap();
     let err = photon
         .executor()
-        .handler("worker", "jobs", |_event| async {})
+        .handler("worker", "jobs", |_event: Event| async {})
         .start()
         .unwrap_err();
     assert!(

@@ -138,9 +138,9 @@ pub use photon_runtime as runtime;
 
 #[cfg(feature = "runtime")]
 pub use photon_runtime::{
-    executor, AdminSnapshot, DeadLetter, DurableSubscription, Executor, ExecutorConfig,
+    executor, AdminSnapshot, Context, DeadLetter, DurableSubscription, Executor, ExecutorConfig,
     GenericPhotonBackend, GroupSubscription, HandlerOptions, Photon, PhotonBackend, PhotonBuilder,
-    SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream, TypedTopic,
+    State, SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream, TypedTopic,
 };
 
 #[cfg(feature = "macros")]
@@ -169,8 +169,8 @@ pub mod prelude {
 
     #[cfg(feature = "runtime")]
     pub use crate::{
-        DurableSubscription, Executor, GroupSubscription, Photon, PhotonBuilder, SubscribeOptions,
-        TypedEvent, TypedTopic,
+        Context, DurableSubscription, Executor, GroupSubscription, Photon, PhotonBuilder, State,
+        SubscribeOptions, TypedEvent, TypedTopic,
     };
 
     #[cfg(feature = "macros")]

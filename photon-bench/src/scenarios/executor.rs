@@ -93,14 +93,17 @@ async fn executor_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> 
         let handled = handled.clone();
         photon
             .executor()
-            .handler_with(HandlerOptions::new("bench", topic), move |_event| {
-                let count = handled.count.fetch_add(1, Ordering::SeqCst) + 1;
-                if count == 1 || count == handled.goal {
-                    // notify_one keeps a permit when nobody waits yet, so no wake-up is lost.
-                    handled.changed.notify_one();
-                }
-                async {}
-            })
+            .handler_with(
+                HandlerOptions::new("bench", topic),
+                move |_event: photon_core::Event| {
+                    let count = handled.count.fetch_add(1, Ordering::SeqCst) + 1;
+                    if count == 1 || count == handled.goal {
+                        // notify_one keeps a permit when nobody waits yet, so no wake-up is lost.
+                        handled.changed.notify_one();
+                    }
+                    async {}
+                },
+            )
             .start()?
     };
     // The warm-up event comes first, before the timed window.

@@ -2,18 +2,16 @@
 //! starts them.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use photon_core::{
-    validate_topic_key, validate_topic_name, CheckpointKey, Event, PhotonError, Result,
-    TransactionalPort,
+    validate_topic_key, validate_topic_name, CheckpointKey, PhotonError, Result, TransactionalPort,
 };
 
+use super::arguments::{BoxedHandler, Handler, Resources, States};
 use super::dispatch::{self, Subscription};
-use super::handler::{HandlerDescriptor, HandlerOptions, IntoHandlerResult, Registration};
+use super::handler::{HandlerDescriptor, HandlerOptions, Registration};
 use super::transactional;
-use super::typed::TypedTopic;
 use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
 use crate::photon::Photon;
 use crate::shutdown::StopSwitch;
@@ -41,6 +39,7 @@ pub struct ExecutorBuilder {
     config: ExecutorConfig,
     registrations: Vec<Registration>,
     declared: bool,
+    states: States,
 }
 
 impl std::fmt::Debug for ExecutorBuilder {
@@ -50,6 +49,7 @@ impl std::fmt::Debug for ExecutorBuilder {
             .field("config", &self.config)
             .field("handlers", &handlers)
             .field("declared", &self.declared)
+            .field("states", &self.states.len())
             .finish()
     }
 }
@@ -58,6 +58,7 @@ impl ExecutorBuilder {
     pub(crate) fn new(photon: Photon) -> Self {
         Self {
             config: photon.executor_config().clone(),
+            states: photon.states().clone(),
             photon,
             registrations: Vec::new(),
             declared: false,
@@ -81,56 +82,107 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Runs `handler` on the durable subscription `durable` of `topic` (every key).
+    /// Registers `value` for the handlers that take [`State<T>`](super::State) (with `T`
+    /// its type): each call gets a clone. A second value of one type replaces the first;
+    /// a value registered here replaces one of its type registered with
+    /// [`PhotonBuilder::state`](crate::PhotonBuilder::state).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// use photon_runtime::executor::State;
+    /// use photon_runtime::{Event, Photon, PhotonError};
+    ///
+    /// #[derive(Clone)]
+    /// struct Config { currency: &'static str }
+    ///
+    /// let photon = Photon::builder().build()?;
     /// let executor = photon
     ///     .executor()
-    ///     .handler("audit", "orders", |_event| async { Ok::<(), photon_runtime::PhotonError>(()) })
-    ///     .start()
-    ///     .unwrap();
-    /// assert_eq!(executor.handlers().len(), 1);
-    /// # executor.shutdown().await.unwrap();
-    /// # });
+    ///     .state(Config { currency: "EUR" })
+    ///     .handler("billing", "orders", |event: Event, config: State<Config>| async move {
+    ///         println!("billing {} in {}", event.payload, config.currency);
+    ///     })
+    ///     .start()?;
+    /// # executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
     /// ```
-    pub fn handler<F, Fut, R>(self, durable: &str, topic: &str, handler: F) -> Self
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] fails when a handler takes a `State<T>` no
+    /// value was registered for.
+    pub fn state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states.insert(value);
+        self
+    }
+
+    /// Runs `handler` on the durable subscription `durable` of `topic` (every key).
+    ///
+    /// `handler` takes its event (an [`Event`](photon_core::Event), or a `#[topic]` type
+    /// decoded from the payload) and, in any order, any of [`State<T>`](super::State),
+    /// [`Photon`] and [`Context`](super::Context): up to four arguments (see
+    /// [`Handler`]). It returns a future of `()` or `Result<(), E>`. A closure's event
+    /// argument needs its type written: `|event: Event|`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::executor::Context;
+    /// use photon_runtime::{Event, Photon, PhotonError};
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler("audit", "orders", |_event: Event| async { Ok::<(), PhotonError>(()) })
+    ///     // Publishes a follow-up through the `Photon` the executor runs on.
+    ///     .handler("notify", "orders", |event: Event, photon: Photon, context: Context| async move {
+    ///         let note = serde_json::json!({ "order_seq": context.seq() });
+    ///         photon.publish("notifications", context.key(), event.actor, note).await?;
+    ///         Ok::<(), PhotonError>(())
+    ///     })
+    ///     .start()?;
+    /// assert_eq!(executor.handlers().len(), 2);
+    /// photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(1)).await?;
+    /// executor.wait_idle().await?;
+    /// assert_eq!(photon.store().port().head_seq("notifications", None).await?, Some(1));
+    /// # executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] checks the arguments.
+    pub fn handler<H, Args>(self, durable: &str, topic: &str, handler: H) -> Self
     where
-        F: Fn(Event) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = R> + Send + 'static,
-        R: IntoHandlerResult,
+        H: Handler<Args>,
     {
         self.handler_with(HandlerOptions::new(durable, topic), handler)
     }
 
-    /// Runs `handler` on the subscription `options` describes (name, topic, key).
+    /// Runs `handler` (as for [`ExecutorBuilder::handler`]) on the subscription `options`
+    /// describes (name, topic, key, group).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// # let photon = photon_runtime::Photon::builder().build().unwrap();
-    /// use photon_runtime::HandlerOptions;
+    /// use photon_runtime::{Event, HandlerOptions};
     /// let executor = photon
     ///     .executor()
-    ///     .handler_with(HandlerOptions::new("vip", "orders").key("o-1"), |_event| async {})
+    ///     .handler_with(HandlerOptions::new("vip", "orders").key("o-1"), |_event: Event| async {})
     ///     .start()
     ///     .unwrap();
     /// # executor.shutdown().await.unwrap();
     /// # });
     /// ```
-    pub fn handler_with<F, Fut, R>(mut self, options: HandlerOptions, handler: F) -> Self
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] checks the arguments.
+    pub fn handler_with<H, Args>(mut self, options: HandlerOptions, handler: H) -> Self
     where
-        F: Fn(Event) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = R> + Send + 'static,
-        R: IntoHandlerResult,
+        H: Handler<Args>,
     {
-        let handler = Arc::new(handler);
         self.registrations.push(Registration {
             options,
-            handler: Arc::new(move |event| {
-                let future = handler(event);
-                Box::pin(async move { future.await.into_handler_result() })
-            }),
+            handler: BoxedHandler::new(handler),
             transactional: None,
         });
         self
@@ -177,14 +229,16 @@ impl ExecutorBuilder {
         let (handler, letters) = transactional::wrap(&options, port, handler);
         self.registrations.push(Registration {
             options,
-            handler,
+            handler: BoxedHandler::of_event(handler),
             transactional: Some(letters),
         });
         self
     }
 
-    /// Runs `handler` on the durable subscription `durable` of `T`'s topic, with each
-    /// payload decoded as `T` (a payload that does not decode is dead-lettered).
+    /// Runs `handler` on the durable subscription `durable` of its event argument's topic:
+    /// that argument is a `#[topic]` type `T`, each payload decoded as `T` (a payload that
+    /// does not decode is dead-lettered). The other arguments are as for
+    /// [`ExecutorBuilder::handler`].
     ///
     /// ```no_run
     /// # async fn demo(photon: photon_runtime::Photon) {
@@ -193,30 +247,33 @@ impl ExecutorBuilder {
     /// #     const TOPIC: &'static str = "orders";
     /// #     fn topic_key(&self) -> Option<String> { Some(self.id.clone()) }
     /// # }
+    /// use photon_runtime::executor::Context;
     /// let executor = photon
     ///     .executor()
-    ///     .typed_handler("billing", |order: Order| async move { println!("{}", order.id) })
+    ///     .typed_handler("billing", |order: Order, context: Context| async move {
+    ///         println!("{} (attempt {})", order.id, context.attempt())
+    ///     })
     ///     .start()
     ///     .unwrap();
     /// # }
     /// ```
-    pub fn typed_handler<T, F, Fut, R>(self, durable: &str, handler: F) -> Self
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] refuses a handler whose event argument is a
+    /// raw `Event` (it names no topic: use [`ExecutorBuilder::handler`]).
+    pub fn typed_handler<H, Args>(mut self, durable: &str, handler: H) -> Self
     where
-        T: TypedTopic,
-        F: Fn(T) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = R> + Send + 'static,
-        R: IntoHandlerResult + 'static,
+        H: Handler<Args>,
     {
-        let handler = Arc::new(handler);
-        self.handler(durable, T::TOPIC, move |event: Event| {
-            let decoded = T::from_event(&event).map(|value| handler(value));
-            async move {
-                match decoded {
-                    Ok(future) => future.await.into_handler_result(),
-                    Err(err) => Err(err),
-                }
-            }
-        })
+        let handler = BoxedHandler::new(handler);
+        // An empty topic is refused at start, naming the handler.
+        let topic = handler.input_topic().unwrap_or_default();
+        self.registrations.push(Registration {
+            options: HandlerOptions::new(durable, topic),
+            handler,
+            transactional: None,
+        });
+        self
     }
 
     /// Also runs every handler declared with `#[subscribe]` in the linked program.
@@ -237,10 +294,37 @@ impl ExecutorBuilder {
     ///
     /// # Errors
     /// - [`PhotonError::InvalidInput`] outside a tokio runtime, for two handlers on one
-    ///   subscription (same name, topic and key), or a `#[subscribe]` without topic.
+    ///   subscription (same name, topic and key), a `#[subscribe]` or `typed_handler`
+    ///   without topic, a handler that does not take exactly one event argument, or whose
+    ///   `#[topic]` argument is published on another topic than the one it is registered
+    ///   on.
     /// - [`PhotonError::InvalidTopic`] / `InvalidKey` for a bad topic, key, or a topic
     ///   whose dead-letter topic name would be invalid.
-    /// - [`PhotonError::Config`] for invalid settings.
+    /// - [`PhotonError::Config`] for invalid settings, and for a handler that takes a
+    ///   [`State<T>`](super::State) whose `T` was never registered
+    ///   ([`ExecutorBuilder::state`]): the message names the handler and
+    ///   `std::any::type_name::<T>()`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use photon_runtime::executor::State;
+    /// use photon_runtime::{Event, Photon, PhotonError};
+    ///
+    /// #[derive(Clone)]
+    /// struct Pool;
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let refused = photon
+    ///     .executor()
+    ///     .handler("billing", "orders", |_event: Event, _pool: State<Pool>| async {})
+    ///     .start()
+    ///     .unwrap_err();
+    /// assert!(matches!(refused, PhotonError::Config { .. }));
+    /// let text = refused.to_string();
+    /// assert!(text.contains("handler billing takes State<") && text.contains("::Pool>"), "{text}");
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
     pub fn start(mut self) -> Result<Executor> {
         self.config.validate()?;
         if self.declared {
@@ -256,6 +340,10 @@ impl ExecutorBuilder {
         })?;
         self.check_subscriptions()?;
         let config = Arc::new(self.config);
+        let resources = Arc::new(Resources {
+            photon: self.photon.downgrade(),
+            states: self.states,
+        });
         let switch = StopSwitch::new();
         let mut running = Vec::new();
         let mut tasks = Vec::new();
@@ -269,6 +357,7 @@ impl ExecutorBuilder {
                 checkpoint.clone(),
                 self.photon.committer(checkpoint),
                 config.clone(),
+                resources.clone(),
                 switch.signal(),
             ));
             running.push(RunningHandler {
@@ -294,6 +383,7 @@ impl ExecutorBuilder {
         let mut seen = BTreeSet::new();
         for registration in &self.registrations {
             let options = &registration.options;
+            self.check_arguments(registration)?;
             validate_topic_name(options.topic())?;
             if let Some(key) = options.topic_key() {
                 validate_topic_key(options.topic(), key)?;
@@ -335,5 +425,23 @@ impl ExecutorBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Checks a handler's arguments: one event, of the registered topic when typed, and
+    /// every state registered.
+    fn check_arguments(&self, registration: &Registration) -> Result<()> {
+        let options = &registration.options;
+        let name = options.handler_name();
+        let handler = &registration.handler;
+        handler.check(name, &self.states)?;
+        match (options.topic(), handler.input_topic()) {
+            ("", None) => Err(PhotonError::InvalidInput(format!(
+                "handler {name} names no topic and takes an Event: register it with ExecutorBuilder::handler and a topic"
+            ))),
+            (registered, Some(typed)) if registered != typed => Err(PhotonError::InvalidInput(format!(
+                "handler {name} is registered on topic {registered:?} but its argument is published on {typed:?}"
+            ))),
+            _ => Ok(()),
+        }
     }
 }

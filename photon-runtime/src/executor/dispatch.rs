@@ -20,6 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
+use super::arguments::Resources;
 use super::config::ExecutorConfig;
 use super::handler::Registration;
 use super::idle::ReadPosition;
@@ -97,6 +98,8 @@ pub(crate) struct Subscription {
     pub(crate) stats: Arc<SubscriptionStats>,
     pub(crate) progress: Arc<Progress>,
     pub(crate) position: Arc<ReadPosition>,
+    /// What the handler's `Photon` and `State` arguments are taken from.
+    pub(crate) resources: Arc<Resources>,
     pub(crate) stop: StopSignal,
     /// Events waiting per key; a key present here has a running worker.
     queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
@@ -115,6 +118,7 @@ impl Subscription {
         checkpoint: CheckpointKey,
         committer: Arc<CheckpointCommitter>,
         config: Arc<ExecutorConfig>,
+        resources: Arc<Resources>,
         stop: StopSignal,
     ) -> Self {
         let metrics = ConsumerMetrics::new(
@@ -134,6 +138,7 @@ impl Subscription {
             committer,
             config,
             position: Arc::default(),
+            resources,
             stop,
             queues: Mutex::new(HashMap::new()),
             group_acks: Arc::default(),

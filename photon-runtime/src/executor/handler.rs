@@ -11,13 +11,14 @@ use photon_core::group::GroupOptions;
 use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result, StoragePort};
 
+use super::arguments::BoxedHandler;
 use super::transactional::{BindTransactional, LetterCommit};
 use super::typed::TypedTopic;
 
 /// The future a handler returns.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
 
-/// A handler as the executor stores it.
+/// A function of the event alone: what a transactional handler is bound to.
 pub type HandlerFn = Arc<dyn Fn(Event) -> HandlerFuture + Send + Sync + 'static>;
 
 /// A handler declared with `#[subscribe]`, collected with `inventory` and started by
@@ -36,9 +37,10 @@ pub struct HandlerDescriptor {
     pub key: Option<&'static str>,
     /// Consumer group the handler shares its topic with, when set.
     pub group: Option<&'static str>,
-    /// Calls the function with one event (unused for a transactional handler, which
-    /// runs through `transactional`).
-    pub handler: fn(Event) -> HandlerFuture,
+    /// Makes the function callable with its arguments (the event, and any `State`,
+    /// `Photon`, `Context`); unused for a transactional handler, which runs through
+    /// `transactional`.
+    pub handler: fn() -> BoxedHandler,
     /// Set for `#[subscribe(transactional)]`: binds the function to the `Photon`'s port
     /// when the executor starts.
     pub transactional: Option<BindTransactional>,
@@ -46,8 +48,9 @@ pub struct HandlerDescriptor {
 
 inventory::collect!(HandlerDescriptor);
 
-/// What a handler function may take: the raw [`Event`] or a `#[topic]` type decoded from
-/// the payload.
+/// The event argument of a transactional handler: the raw [`Event`] or a `#[topic]` type
+/// decoded from the payload. (Other handlers take theirs through
+/// [`super::HandlerArgument`], which also covers `State`, `Photon` and `Context`.)
 pub trait HandlerInput: Sized + Send + 'static {
     /// The topic of a typed input; `None` for [`Event`].
     const TOPIC: Option<&'static str>;
@@ -296,7 +299,7 @@ impl HandlerOptions {
 #[derive(Clone)]
 pub(crate) struct Registration {
     pub(crate) options: HandlerOptions,
-    pub(crate) handler: HandlerFn,
+    pub(crate) handler: BoxedHandler,
     /// Set for a transactional handler: stores its dead letters with the checkpoint
     /// advance in one transaction.
     pub(crate) transactional: Option<Arc<dyn LetterCommit>>,
@@ -340,14 +343,13 @@ impl Registration {
             let binding = bind(port, &options)?;
             return Ok(Self {
                 options,
-                handler: binding.handler,
+                handler: BoxedHandler::of_event(binding.handler),
                 transactional: Some(binding.letters),
             });
         }
-        let function = descriptor.handler;
         Ok(Self {
             options,
-            handler: Arc::new(function),
+            handler: (descriptor.handler)(),
             transactional: None,
         })
     }

@@ -12,6 +12,15 @@
 //!   dead-lettered): an event still running or retrying holds it back, whatever finished
 //!   after it.
 //!
+//! # Handler arguments
+//! Besides its event (an [`Event`](photon_core::Event) or a `#[topic]` type), a handler
+//! may take, in any order, [`State<T>`] (a value registered with
+//! [`ExecutorBuilder::state`] or `PhotonBuilder::state`, cloned per call), `Photon` (the
+//! instance the executor runs on, to publish) and [`Context`] (topic, key, seq, event id,
+//! headers, attempt number, group partition): see [`Handler`]. [`ExecutorBuilder::start`]
+//! refuses a handler without exactly one event argument, or taking a `State<T>` that was
+//! never registered. Transactional handlers take their transaction and event only.
+//!
 //! # Group handlers
 //! A handler with [`HandlerOptions::group`] (`#[subscribe(group = "...")]`) is a member of
 //! that consumer group instead of a durable subscription of its own: the members, in this
@@ -84,6 +93,7 @@
 //! [`FlushPolicy::max_pending`]: photon_core::FlushPolicy::max_pending
 //! [`FlushPolicy::interval`]: photon_core::FlushPolicy::interval
 
+pub(crate) mod arguments;
 mod builder;
 pub(crate) mod config;
 mod dispatch;
@@ -103,6 +113,7 @@ use tokio::task::JoinHandle;
 
 pub use crate::admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
 pub use crate::dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
+pub use arguments::{BoxedHandler, Context, Handler, HandlerArgument, State};
 pub use builder::ExecutorBuilder;
 pub use config::{
     ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,

@@ -11,9 +11,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
+use super::arguments::sealed::Call;
+use super::arguments::BoxedHandler;
 use super::config::RetryPolicy;
 use super::dispatch::Subscription;
-use super::handler::{HandlerFn, HandlerOptions};
+use super::handler::HandlerOptions;
 use crate::shutdown::StopSignal;
 
 /// How one event ended.
@@ -52,8 +54,8 @@ pub(crate) fn delay(policy: &RetryPolicy, attempt: u32) -> Duration {
 }
 
 /// One call of the handler; a panic becomes a non-retryable handler error.
-async fn attempt(handler: &HandlerFn, event: &Event) -> Result<(), PhotonError> {
-    let called = std::panic::catch_unwind(AssertUnwindSafe(|| handler(event.clone())));
+async fn attempt(handler: &BoxedHandler, call: Call<'_>) -> Result<(), PhotonError> {
+    let called = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call)));
     let future = match called {
         Ok(future) => future,
         Err(panic) => return Err(panicked(&*panic)),
@@ -132,8 +134,15 @@ pub(crate) async fn run_with_retries(
         attempts += 1;
         let span = attempt_span(&registration.options, event, attempts);
         let started = Instant::now();
-        let attempt = bounded(attempt(&registration.handler, event), limit, event);
-        let result = super::fencing::under(subscription.ownership(event.seq), attempt)
+        let ownership = subscription.ownership(event.seq);
+        let call = Call {
+            event,
+            attempt: attempts,
+            partition: ownership.as_ref().map(|owned| owned.partition),
+            resources: &subscription.resources,
+        };
+        let attempt = bounded(attempt(&registration.handler, call), limit, event);
+        let result = super::fencing::under(ownership, attempt)
             .instrument(span.clone())
             .await;
         stats.record_attempt(started.elapsed());

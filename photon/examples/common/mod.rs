@@ -56,30 +56,22 @@ async fn ship(shipment: Shipment) -> Result<(), PhotonError> {
     Ok(())
 }
 
-/// Bills an order and publishes its shipment: a closure, since it publishes on `photon`.
-fn billing(
-    photon: Photon,
-) -> impl Fn(Order) -> std::pin::Pin<Box<dyn Future<Output = Result<(), PhotonError>> + Send>>
-       + Send
-       + Sync
-       + 'static {
-    move |order: Order| {
-        let photon = photon.clone();
-        Box::pin(async move {
-            println!(
-                "billing {} ({} x {})",
-                order.order_id, order.quantity, order.item
-            );
-            let shipment = Shipment {
-                order_id: order.order_id,
-                item: order.item,
-                quantity: order.quantity,
-            };
-            shipment.publish_on(&photon).await?;
-            BILLED.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-    }
+/// Bills an order and publishes its shipment through the `Photon` the executor runs on
+/// (a handler argument, like `State<T>` and `Context`).
+#[subscribe(durable = "billing")]
+async fn bill(order: Order, photon: Photon) -> Result<(), PhotonError> {
+    println!(
+        "billing {} ({} x {})",
+        order.order_id, order.quantity, order.item
+    );
+    let shipment = Shipment {
+        order_id: order.order_id,
+        item: order.item,
+        quantity: order.quantity,
+    };
+    shipment.publish_on(&photon).await?;
+    BILLED.fetch_add(1, Ordering::SeqCst);
+    Ok(())
 }
 
 /// Runs the service on `port` until SIGTERM, ctrl-c or `PHOTON_EXAMPLE_EXIT_AFTER`; the
@@ -113,11 +105,7 @@ where
     let exit_after = exit_after()?;
     let address = std::env::var(ADDR_ENV).unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
     let photon = Photon::builder().storage_port(open.await?).build()?;
-    let executor = photon
-        .executor()
-        .declared_handlers()
-        .typed_handler("billing", billing(photon.clone()))
-        .start()?;
+    let executor = photon.start_executor()?;
     let listener = tokio::net::TcpListener::bind(&address)
         .await
         .map_err(|err| {
