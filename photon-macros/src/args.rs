@@ -3,12 +3,13 @@
 use proc_macro2::Span;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
+use syn::{Expr, ExprLit, Lit, LitInt, LitStr, Meta, Token};
 
 /// The `name = "value"` pairs and bare flags of an attribute, checked against the
 /// accepted names.
 pub(crate) struct Args {
     pairs: Vec<(String, LitStr)>,
+    integers: Vec<(String, LitInt)>,
     flags: Vec<String>,
 }
 
@@ -25,13 +26,26 @@ impl Args {
         accepted: &[&str],
         flags: &[&str],
     ) -> syn::Result<Self> {
+        Self::parse_all(tokens, accepted, &[], flags)
+    }
+
+    /// As [`Args::parse_with_flags`], also accepting `name = 42` for the names in
+    /// `integers`.
+    pub(crate) fn parse_all(
+        tokens: proc_macro2::TokenStream,
+        accepted: &[&str],
+        integers: &[&str],
+        flags: &[&str],
+    ) -> syn::Result<Self> {
         let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)?;
         let mut args = Self {
             pairs: Vec::new(),
+            integers: Vec::new(),
             flags: Vec::new(),
         };
         let expected = || {
             let mut names: Vec<&str> = accepted.to_vec();
+            names.extend_from_slice(integers);
             names.extend_from_slice(flags);
             names.join("`, `")
         };
@@ -41,8 +55,9 @@ impl Args {
                 .get_ident()
                 .map(ToString::to_string)
                 .ok_or_else(|| syn::Error::new_spanned(path, "expected a plain name"))?;
-            let given_twice =
-                args.flags.contains(&name) || args.pairs.iter().any(|(seen, _)| *seen == name);
+            let given_twice = args.flags.contains(&name)
+                || args.pairs.iter().any(|(seen, _)| *seen == name)
+                || args.integers.iter().any(|(seen, _)| *seen == name);
             if given_twice {
                 return Err(syn::Error::new_spanned(
                     path,
@@ -51,6 +66,21 @@ impl Args {
             }
             match meta {
                 Meta::Path(_) if flags.contains(&name.as_str()) => args.flags.push(name),
+                Meta::NameValue(meta) if integers.contains(&name.as_str()) => {
+                    let value = match meta.value {
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Int(value),
+                            ..
+                        }) => value,
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                format!("`{name}` takes an integer literal"),
+                            ))
+                        }
+                    };
+                    args.integers.push((name, value));
+                }
                 Meta::NameValue(meta) if accepted.contains(&name.as_str()) => {
                     let value = match meta.value {
                         Expr::Lit(ExprLit {
@@ -70,6 +100,12 @@ impl Args {
                     return Err(syn::Error::new_spanned(
                         other,
                         format!("`{name}` takes no value"),
+                    ))
+                }
+                other if integers.contains(&name.as_str()) => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        format!("`{name}` takes an integer literal"),
                     ))
                 }
                 other if accepted.contains(&name.as_str()) => {
@@ -97,6 +133,14 @@ impl Args {
     /// The value of `name`, if given.
     pub(crate) fn get(&self, name: &str) -> Option<&LitStr> {
         self.pairs
+            .iter()
+            .find(|(seen, _)| seen == name)
+            .map(|(_, value)| value)
+    }
+
+    /// The integer value of `name`, if given.
+    pub(crate) fn integer(&self, name: &str) -> Option<&LitInt> {
+        self.integers
             .iter()
             .find(|(seen, _)| seen == name)
             .map(|(_, value)| value)

@@ -101,6 +101,26 @@ pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `key` (only this key's events), `group` (share the topic with the other members of this
 /// consumer group; alone, it is also the durable name). See the crate documentation.
 ///
+/// Policy arguments, each replacing the executor's setting for this handler:
+/// `max_attempts = 5` (attempts per event, the first included), `initial_backoff = "100ms"`
+/// and `max_backoff = "10s"` (the other retry settings stay the executor's), `timeout =
+/// "30s"` (the limit of one attempt, `HandlerOptions::max_handler_time`: an attempt past
+/// it is cancelled and retried, then dead-lettered), `concurrency = 4` (attempts running
+/// at once, `HandlerOptions::concurrency`). Durations are in Photon's configuration
+/// dialect (`250ms`, `30s`, `5m`, `1h 30m`); a bad one, a unitless number, a zero
+/// `timeout` or a zero count is a compile error naming it.
+///
+/// ```
+/// use photon::prelude::*;
+///
+/// #[subscribe(topic = "emails", durable = "mailer", max_attempts = 8, initial_backoff = "1s",
+///             max_backoff = "5m", timeout = "30s", concurrency = 4)]
+/// async fn send(email: Event) -> Result<(), PhotonError> {
+///     println!("sending {}", email.payload);
+///     Ok(())
+/// }
+/// ```
+///
 /// The function takes its event (an `Event` or a `#[topic]` type) and, in any order, any
 /// of `State<T>`, `Photon` and `Context` (`photon::runtime::{State, Context}`, also in
 /// the prelude): up to four arguments. `Photon::start_executor` fails with

@@ -9,13 +9,25 @@ use crate::args::{check_topic, Args};
 use crate::transactional;
 
 /// Expands `#[subscribe(topic = "...", durable = "...", key = "...", group = "...")]` on
-/// `item`. With `group` alone, the group name is also the handler's durable name.
+/// `item`, with the policy arguments `max_attempts = 5`, `initial_backoff = "100ms"`,
+/// `max_backoff = "10s"`, `timeout = "30s"` and `concurrency = 4`. With `group` alone, the
+/// group name is also the handler's durable name.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let args = Args::parse_with_flags(
+    let args = Args::parse_all(
         attr,
-        &["topic", "durable", "key", "group"],
+        &[
+            "topic",
+            "durable",
+            "key",
+            "group",
+            "initial_backoff",
+            "max_backoff",
+            "timeout",
+        ],
+        &["max_attempts", "concurrency"],
         &["transactional"],
     )?;
+    let policy = policy_tokens(&args)?;
     let group = args.get("group");
     let durable = match (args.get("durable"), group) {
         (Some(durable), _) => durable,
@@ -50,6 +62,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             durable,
             topic: topic_tokens(&args)?,
             key: key_tokens(&args),
+            policy,
         };
         return transactional::expand(&args, &declared, &function, item);
     }
@@ -89,6 +102,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
                     group: #group,
                     handler: #wrapper,
                     transactional: ::core::option::Option::None,
+                    policy: #policy,
                 }
             }
         };
@@ -150,6 +164,83 @@ pub(crate) struct Declared<'a> {
     pub(crate) durable: &'a syn::LitStr,
     pub(crate) topic: TokenStream,
     pub(crate) key: TokenStream,
+    /// The descriptor's `policy`: a `DeclaredPolicy`.
+    pub(crate) policy: TokenStream,
+}
+
+/// The descriptor's `policy`: the retry, timeout and concurrency arguments, checked here
+/// so that a bad value is a compile error naming it.
+fn policy_tokens(args: &Args) -> syn::Result<TokenStream> {
+    let max_attempts = match args.integer("max_attempts") {
+        Some(literal) => {
+            let attempts: u32 = positive(literal, "max_attempts")?;
+            quote!(::core::option::Option::Some(#attempts))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let concurrency = match args.integer("concurrency") {
+        Some(literal) => {
+            let concurrency: usize = positive(literal, "concurrency")?;
+            quote!(::core::option::Option::Some(#concurrency))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let initial_backoff = duration_tokens(args, "initial_backoff", false)?;
+    let max_backoff = duration_tokens(args, "max_backoff", false)?;
+    let timeout = duration_tokens(args, "timeout", true)?;
+    Ok(quote! {
+        ::photon::runtime::DeclaredPolicy {
+            max_attempts: #max_attempts,
+            initial_backoff: #initial_backoff,
+            max_backoff: #max_backoff,
+            timeout: #timeout,
+            concurrency: #concurrency,
+        }
+    })
+}
+
+/// An integer argument of at least 1 that fits `T`.
+fn positive<T>(literal: &syn::LitInt, name: &str) -> syn::Result<T>
+where
+    T: std::str::FromStr + Default + PartialOrd,
+    T::Err: std::fmt::Display,
+{
+    let value: T = literal.base10_parse()?;
+    if value <= T::default() {
+        return Err(syn::Error::new(
+            literal.span(),
+            format!("`{name}` must be at least 1"),
+        ));
+    }
+    Ok(value)
+}
+
+/// A duration argument in Photon's configuration dialect (`250ms`, `30s`, `5m`), as a
+/// `Duration` built at compile time; `nonzero` refuses `0`.
+fn duration_tokens(args: &Args, name: &str, nonzero: bool) -> syn::Result<TokenStream> {
+    let Some(literal) = args.get(name) else {
+        return Ok(quote!(::core::option::Option::None));
+    };
+    let text = literal.value();
+    let duration = photon_core::config::parse_duration(name, &text).map_err(|_| {
+        syn::Error::new(
+            literal.span(),
+            format!(
+                "`{name}`: {text:?} is not a duration: expected {}",
+                photon_core::config::DURATION_FORM
+            ),
+        )
+    })?;
+    if nonzero && duration.is_zero() {
+        return Err(syn::Error::new(
+            literal.span(),
+            format!("`{name}` must be above zero"),
+        ));
+    }
+    let (secs, nanos) = (duration.as_secs(), duration.subsec_nanos());
+    Ok(quote!(::core::option::Option::Some(
+        ::core::time::Duration::new(#secs, #nanos)
+    )))
 }
 
 /// The descriptor's `topic`: the checked name, or `""` to take the typed argument's.
@@ -307,6 +398,72 @@ mod tests {
             expanded.contains("group : :: core :: option :: Option :: Some (\"packers\")"),
             "{expanded}"
         );
+    }
+
+    #[test]
+    fn declares_the_policy() {
+        let expanded = expand(
+            quote!(
+                durable = "billing",
+                max_attempts = 2,
+                initial_backoff = "100ms",
+                max_backoff = "10s",
+                timeout = "1m 30s",
+                concurrency = 4
+            ),
+            quote!(
+                async fn bill(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        for expected in [
+            "max_attempts : :: core :: option :: Option :: Some (2u32)",
+            "initial_backoff : :: core :: option :: Option :: Some (:: core :: time :: Duration :: new (0u64 , 100000000u32))",
+            "max_backoff : :: core :: option :: Option :: Some (:: core :: time :: Duration :: new (10u64 , 0u32))",
+            "timeout : :: core :: option :: Option :: Some (:: core :: time :: Duration :: new (90u64 , 0u32))",
+            "concurrency : :: core :: option :: Option :: Some (4usize)",
+        ] {
+            assert!(expanded.contains(expected), "{expected} in {expanded}");
+        }
+        let plain = expand(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            plain.contains("timeout : :: core :: option :: Option :: None"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn refuses_a_bad_policy_value_naming_it() {
+        let item = quote!(
+            async fn bill(order: Order) {}
+        );
+        let unitless = error(quote!(durable = "b", timeout = "30"), item.clone());
+        assert!(
+            unitless.starts_with(
+                "`timeout`: \"30\" is not a duration: expected a duration with a unit"
+            ),
+            "{unitless}"
+        );
+        let zero = error(quote!(durable = "b", timeout = "0s"), item.clone());
+        assert_eq!(zero, "`timeout` must be above zero");
+        let garbage = error(quote!(durable = "b", max_backoff = "soon"), item.clone());
+        assert!(garbage.starts_with("`max_backoff`: \"soon\""), "{garbage}");
+        let no_attempt = error(quote!(durable = "b", max_attempts = 0), item.clone());
+        assert_eq!(no_attempt, "`max_attempts` must be at least 1");
+        let no_slot = error(quote!(durable = "b", concurrency = 0), item.clone());
+        assert_eq!(no_slot, "`concurrency` must be at least 1");
+        let text = error(quote!(durable = "b", concurrency = "4"), item.clone());
+        assert_eq!(text, "`concurrency` takes an integer literal");
+        let number = error(quote!(durable = "b", timeout = 30), item);
+        assert_eq!(number, "`timeout` takes a string literal");
     }
 
     #[test]

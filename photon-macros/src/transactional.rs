@@ -90,6 +90,7 @@ pub(crate) fn expand(
         }
     };
     let (durable, topic, key) = (declared.durable, &declared.topic, &declared.key);
+    let policy = &declared.policy;
     let name_text = name.to_string();
     let bind = format_ident!("__photon_transactional_bind_{}", name);
     let unused = format_ident!("__photon_handler_{}", name);
@@ -129,6 +130,7 @@ pub(crate) fn expand(
                     group: ::core::option::Option::None,
                     handler: #unused,
                     transactional: ::core::option::Option::Some(#bind),
+                    policy: #policy,
                 }
             }
         };

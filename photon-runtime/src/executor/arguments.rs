@@ -232,6 +232,11 @@ impl Context {
         }
     }
 
+    /// Sets the group partition the attempt runs under.
+    pub(crate) fn set_partition(&mut self, partition: Option<u32>) {
+        self.partition = partition;
+    }
+
     /// The topic the event was published to.
     pub fn topic(&self) -> &str {
         &self.topic
@@ -362,7 +367,7 @@ impl HandlerArgument for Context {
 
     fn extract(call: &Call<'_>) -> Result<Self> {
         let mut context = Context::new(call.event, call.attempt);
-        context.partition = call.partition;
+        context.set_partition(call.partition);
         Ok(context)
     }
 }

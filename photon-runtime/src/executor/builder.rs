@@ -5,12 +5,15 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use photon_core::{
-    validate_topic_key, validate_topic_name, CheckpointKey, PhotonError, Result, TransactionalPort,
+    validate_topic_key, validate_topic_name, BoxError, CheckpointKey, PhotonError, Result,
+    TransactionalPort,
 };
+use tower::{Layer, Service};
 
 use super::arguments::{BoxedHandler, Handler, Resources, States};
 use super::dispatch::{self, Subscription};
 use super::handler::{HandlerDescriptor, HandlerOptions, Registration};
+use super::service::{self, HandlerRequest, HandlerService};
 use super::transactional;
 use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
 use crate::photon::Photon;
@@ -183,6 +186,84 @@ impl ExecutorBuilder {
         self.registrations.push(Registration {
             options,
             handler: BoxedHandler::new(handler),
+            layer: None,
+            transactional: None,
+        });
+        self
+    }
+
+    /// Runs `handler` (as for [`ExecutorBuilder::handler_with`]) wrapped in the `tower`
+    /// middleware `layer`: each attempt goes through the service `layer` makes of the
+    /// handler's [`HandlerService`], driven with `ready()` then `call()`.
+    ///
+    /// - `layer` wraps **each attempt**, inside the retry loop: a retry goes through it
+    ///   again, so a counting layer sees every attempt and a rate limit limits attempts.
+    /// - [`HandlerOptions::max_handler_time`] bounds the whole attempt, time spent waiting
+    ///   in the middleware (for a concurrency or rate limit) included; a `tower` timeout
+    ///   layer bounds what is inside it.
+    /// - Each attempt calls a clone of the layered service, so the service must be
+    ///   `Clone`; clones share what the middleware shares (a `ConcurrencyLimit`'s
+    ///   semaphore), so the limit holds across the keys of the subscription.
+    /// - The service's error becomes a [`PhotonError`]: kept as it is when it is one (a
+    ///   non-retryable one is dead-lettered at once), else a retryable handler failure
+    ///   with the error as its source (a `tower` timeout's `Elapsed`, say). A panic in the
+    ///   middleware is a non-retryable failure, as in a handler.
+    ///
+    /// ```text
+    /// dead letter <- retry loop <- max_handler_time <- layer <- handler
+    /// ```
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use photon_runtime::executor::HandlerRequest;
+    /// use photon_runtime::{Event, HandlerOptions, Photon, PhotonError};
+    /// use tower::ServiceExt;
+    ///
+    /// let seen = Arc::new(AtomicU32::new(0));
+    /// let counter = seen.clone();
+    /// // A hand-written middleware: counts the attempts it lets through.
+    /// let counting = tower::layer::layer_fn(move |inner: photon_runtime::executor::HandlerService| {
+    ///     let counter = counter.clone();
+    ///     inner.map_request(move |request: HandlerRequest| {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///         request
+    ///     })
+    /// });
+    /// let photon = Photon::builder().build()?;
+    /// let executor = photon
+    ///     .executor()
+    ///     .handler_layered(HandlerOptions::new("billing", "orders"), counting, |_event: Event| async {})
+    ///     .start()?;
+    /// photon.publish("orders", None, serde_json::json!(null), serde_json::json!(1)).await?;
+    /// executor.wait_idle().await?;
+    /// assert_eq!(seen.load(Ordering::SeqCst), 1);
+    /// # executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] checks the arguments, as for
+    /// [`ExecutorBuilder::handler`].
+    pub fn handler_layered<H, Args, L>(
+        mut self,
+        options: HandlerOptions,
+        layer: L,
+        handler: H,
+    ) -> Self
+    where
+        H: Handler<Args>,
+        L: Layer<HandlerService> + Send + Sync + 'static,
+        L::Service: Service<HandlerRequest, Response = ()> + Clone + Send + 'static,
+        <L::Service as Service<HandlerRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<HandlerRequest>>::Future: Send + 'static,
+    {
+        self.registrations.push(Registration {
+            options,
+            handler: BoxedHandler::new(handler),
+            layer: Some(service::layer_fn(layer)),
             transactional: None,
         });
         self
@@ -230,6 +311,7 @@ impl ExecutorBuilder {
         self.registrations.push(Registration {
             options,
             handler: BoxedHandler::of_event(handler),
+            layer: None,
             transactional: Some(letters),
         });
         self
@@ -271,6 +353,7 @@ impl ExecutorBuilder {
         self.registrations.push(Registration {
             options: HandlerOptions::new(durable, topic),
             handler,
+            layer: None,
             transactional: None,
         });
         self
@@ -300,7 +383,9 @@ impl ExecutorBuilder {
     ///   on.
     /// - [`PhotonError::InvalidTopic`] / `InvalidKey` for a bad topic, key, or a topic
     ///   whose dead-letter topic name would be invalid.
-    /// - [`PhotonError::Config`] for invalid settings, and for a handler that takes a
+    /// - [`PhotonError::Config`] for invalid settings (a handler's own retry policy with
+    ///   no attempt or a jitter outside 0 to 1, a concurrency or `max_handler_time` of 0,
+    ///   naming the handler), and for a handler that takes a
     ///   [`State<T>`](super::State) whose `T` was never registered
     ///   ([`ExecutorBuilder::state`]): the message names the handler and
     ///   `std::any::type_name::<T>()`.
@@ -332,6 +417,7 @@ impl ExecutorBuilder {
                 self.registrations.push(Registration::from_descriptor(
                     descriptor,
                     self.photon.store().port(),
+                    &self.config.retry,
                 )?);
             }
         }
@@ -384,6 +470,7 @@ impl ExecutorBuilder {
         for registration in &self.registrations {
             let options = &registration.options;
             self.check_arguments(registration)?;
+            options.validate_policy()?;
             validate_topic_name(options.topic())?;
             if let Some(key) = options.topic_key() {
                 validate_topic_key(options.topic(), key)?;

@@ -83,6 +83,69 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Builder-style setters, for a per-handler policy
+/// ([`HandlerOptions::retry`](super::HandlerOptions::retry)): the struct is
+/// `#[non_exhaustive]`, so code outside Photon starts from [`RetryPolicy::default`].
+///
+/// ```
+/// use std::time::Duration;
+/// use photon_runtime::RetryPolicy;
+///
+/// let policy = RetryPolicy::default()
+///     .max_attempts(2)
+///     .initial_backoff(Duration::from_millis(10))
+///     .max_backoff(Duration::from_secs(1))
+///     .jitter(0.0);
+/// assert_eq!(policy.max_attempts, 2);
+/// assert!(policy.validate().is_ok());
+/// ```
+impl RetryPolicy {
+    /// Attempts per event, the first included (1 = never retry).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// Delay before the first retry.
+    pub fn initial_backoff(mut self, delay: Duration) -> Self {
+        self.initial_backoff = delay;
+        self
+    }
+
+    /// Longest delay between two attempts.
+    pub fn max_backoff(mut self, delay: Duration) -> Self {
+        self.max_backoff = delay;
+        self
+    }
+
+    /// Relative jitter of the delays, from 0 (none) to 1.
+    pub fn jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Checks the policy.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming `retry.max_attempts` (below 1) or `retry.jitter`
+    /// (outside 0 to 1).
+    pub fn validate(&self) -> Result<()> {
+        check_count(
+            "retry.max_attempts",
+            u64::from(self.max_attempts),
+            1..=u64::MAX,
+        )?;
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(PhotonError::config(
+                "retry.jitter",
+                self.jitter.to_string(),
+                "a number from 0 to 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Settings of the handler executor. Build with [`ExecutorConfig::builder`]; precedence is
 /// builder call > environment variable > default. Deserializable from a config file, with
 /// durations in the dialect of [`photon_core::config`] (`"250ms"`); check a deserialized
@@ -172,18 +235,7 @@ impl ExecutorConfig {
     pub fn validate(&self) -> Result<()> {
         check_count("parallelism", self.parallelism as u64, 1..=u64::MAX)?;
         check_count("max_in_flight", self.max_in_flight as u64, 1..=u64::MAX)?;
-        check_count(
-            "retry.max_attempts",
-            u64::from(self.retry.max_attempts),
-            1..=u64::MAX,
-        )?;
-        if !(0.0..=1.0).contains(&self.retry.jitter) {
-            return Err(PhotonError::config(
-                "retry.jitter",
-                self.retry.jitter.to_string(),
-                "a number from 0 to 1",
-            ));
-        }
+        self.retry.validate()?;
         if self.dead_letter_suffix.is_empty() {
             return Err(PhotonError::config(
                 "dead_letter_suffix",

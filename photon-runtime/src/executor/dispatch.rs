@@ -21,10 +21,11 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::arguments::Resources;
-use super::config::ExecutorConfig;
+use super::config::{ExecutorConfig, RetryPolicy};
 use super::handler::Registration;
 use super::idle::ReadPosition;
 use super::retry::{run_with_retries, Outcome};
+use super::service::Layered;
 use super::stats::SubscriptionStats;
 use crate::dead_letter::{store_dead_letter, DeadLetter, Stored, Transactional};
 use crate::shutdown::{drain_workers, log_join_error, StopSignal};
@@ -94,6 +95,10 @@ pub(crate) struct Subscription {
     pub(crate) checkpoint: CheckpointKey,
     pub(crate) committer: Arc<CheckpointCommitter>,
     pub(crate) config: Arc<ExecutorConfig>,
+    /// The handler's own retry policy, else the executor's.
+    pub(crate) retry: RetryPolicy,
+    /// The handler wrapped in its middleware, when it has any.
+    pub(crate) layered: Option<Layered>,
     pub(crate) dead_letter_topic: String,
     pub(crate) stats: Arc<SubscriptionStats>,
     pub(crate) progress: Arc<Progress>,
@@ -103,7 +108,8 @@ pub(crate) struct Subscription {
     pub(crate) stop: StopSignal,
     /// Events waiting per key; a key present here has a running worker.
     queues: Mutex<HashMap<Option<String>, VecDeque<Queued>>>,
-    /// Parallelism slots: one per key being handled.
+    /// Parallelism slots: one per attempt running (so at most one per key). The handler's
+    /// concurrency, else the executor's parallelism.
     pub(crate) slots: Arc<Semaphore>,
     /// Group handlers: the acknowledgement of each delivery read and not yet finished.
     group_acks: Arc<Mutex<HashMap<i64, Box<dyn Acknowledge>>>>,
@@ -127,11 +133,21 @@ impl Subscription {
             registration.options.consumer(),
         );
         let member_name = registration.options.member_name();
+        let slots = registration
+            .options
+            .concurrency_limit()
+            .unwrap_or(config.parallelism);
+        let layered = registration
+            .layer
+            .as_ref()
+            .map(|layer| Layered::new(layer, registration.handler.clone(), resources.clone()));
         Self {
+            retry: registration.options.retry_policy().unwrap_or(config.retry),
+            layered,
             stats: Arc::new(SubscriptionStats::new(metrics)),
             progress: Arc::default(),
             dead_letter_topic: config.dead_letter_topic(&checkpoint.topic),
-            slots: Arc::new(Semaphore::new(config.parallelism)),
+            slots: Arc::new(Semaphore::new(slots)),
             store,
             registration,
             checkpoint,

@@ -12,6 +12,8 @@ use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result, StoragePort};
 
 use super::arguments::BoxedHandler;
+use super::config::RetryPolicy;
+use super::service::LayerFn;
 use super::transactional::{BindTransactional, LetterCommit};
 use super::typed::TypedTopic;
 
@@ -44,9 +46,52 @@ pub struct HandlerDescriptor {
     /// Set for `#[subscribe(transactional)]`: binds the function to the `Photon`'s port
     /// when the executor starts.
     pub transactional: Option<BindTransactional>,
+    /// Retries, time limit and concurrency the attribute declares.
+    pub policy: DeclaredPolicy,
 }
 
 inventory::collect!(HandlerDescriptor);
+
+/// What `#[subscribe(max_attempts = .., initial_backoff = "..", max_backoff = "..",
+/// timeout = "..", concurrency = ..)]` declares; a field left `None` keeps the executor's
+/// setting. Written by the macro.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeclaredPolicy {
+    /// [`RetryPolicy::max_attempts`] for this handler.
+    pub max_attempts: Option<u32>,
+    /// [`RetryPolicy::initial_backoff`] for this handler.
+    pub initial_backoff: Option<Duration>,
+    /// [`RetryPolicy::max_backoff`] for this handler.
+    pub max_backoff: Option<Duration>,
+    /// [`HandlerOptions::max_handler_time`]: the limit of one attempt.
+    pub timeout: Option<Duration>,
+    /// [`HandlerOptions::concurrency`].
+    pub concurrency: Option<usize>,
+}
+
+impl DeclaredPolicy {
+    /// Applies the declared settings to `options`; the retry fields left unset are taken
+    /// from `executor` (the executor's [`RetryPolicy`]).
+    fn apply(&self, mut options: HandlerOptions, executor: &RetryPolicy) -> HandlerOptions {
+        if self.max_attempts.is_some()
+            || self.initial_backoff.is_some()
+            || self.max_backoff.is_some()
+        {
+            let mut policy = *executor;
+            policy.max_attempts = self.max_attempts.unwrap_or(policy.max_attempts);
+            policy.initial_backoff = self.initial_backoff.unwrap_or(policy.initial_backoff);
+            policy.max_backoff = self.max_backoff.unwrap_or(policy.max_backoff);
+            options = options.retry(policy);
+        }
+        if let Some(limit) = self.timeout {
+            options = options.max_handler_time(limit);
+        }
+        if let Some(concurrency) = self.concurrency {
+            options = options.concurrency(concurrency);
+        }
+        options
+    }
+}
 
 /// The event argument of a transactional handler: the raw [`Event`] or a `#[topic]` type
 /// decoded from the payload. (Other handlers take theirs through
@@ -118,7 +163,33 @@ pub struct HandlerOptions {
     max_handler_time: Option<Duration>,
     lease: Option<(Duration, Duration)>,
     partitions: Option<u32>,
+    retry: Option<RetryOverride>,
+    concurrency: Option<usize>,
 }
+
+/// A handler's own [`RetryPolicy`], compared by the bits of its jitter so that
+/// [`HandlerOptions`] stays `Eq`.
+#[derive(Debug, Clone, Copy)]
+struct RetryOverride(RetryPolicy);
+
+impl PartialEq for RetryOverride {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        (
+            a.max_attempts,
+            a.initial_backoff,
+            a.max_backoff,
+            a.jitter.to_bits(),
+        ) == (
+            b.max_attempts,
+            b.initial_backoff,
+            b.max_backoff,
+            b.jitter.to_bits(),
+        )
+    }
+}
+
+impl Eq for RetryOverride {}
 
 /// How long one attempt of a group handler may run before the executor cancels it (unless
 /// [`HandlerOptions::max_handler_time`] says otherwise): Kafka's `max.poll.interval.ms`
@@ -138,7 +209,93 @@ impl HandlerOptions {
             max_handler_time: None,
             lease: None,
             partitions: None,
+            retry: None,
+            concurrency: None,
         }
+    }
+
+    /// Retries this handler's failed attempts with `policy` instead of the executor's
+    /// [`ExecutorConfig::retry`](super::ExecutorConfig::retry): attempt count, backoff and
+    /// jitter. Storing a dead letter keeps retrying with the executor's policy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use photon_runtime::{HandlerOptions, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::default().max_attempts(2).initial_backoff(Duration::from_millis(20));
+    /// let options = HandlerOptions::new("billing", "orders").retry(policy);
+    /// assert_eq!(options.retry_policy().map(|p| p.max_attempts), Some(2));
+    /// ```
+    ///
+    /// # Errors
+    /// None here; `ExecutorBuilder::start` refuses a policy whose `max_attempts` is 0 or
+    /// whose `jitter` is outside 0 to 1 ([`PhotonError::Config`] naming the handler).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(RetryOverride(policy));
+        self
+    }
+
+    /// The handler's own retry policy, when [`Self::retry`] set one.
+    pub fn retry_policy(&self) -> Option<RetryPolicy> {
+        self.retry.map(|policy| policy.0)
+    }
+
+    /// At most `attempts` of this handler run at the same time, whatever
+    /// [`ExecutorConfig::parallelism`](super::ExecutorConfig::parallelism) says (this
+    /// setting replaces it for the handler). Events of one key still run one at a time, in
+    /// order; an event waiting for its retry holds no place. Independent of
+    /// [`ExecutorConfig::max_in_flight`](super::ExecutorConfig::max_in_flight), which bounds
+    /// the events read ahead. A transactional handler runs one event at a time whatever
+    /// this says.
+    ///
+    /// ```
+    /// let options = photon_runtime::HandlerOptions::new("billing", "orders").concurrency(4);
+    /// assert_eq!(options.concurrency_limit(), Some(4));
+    /// ```
+    ///
+    /// # Errors
+    /// None here; `ExecutorBuilder::start` refuses 0 ([`PhotonError::Config`]).
+    pub fn concurrency(mut self, attempts: usize) -> Self {
+        self.concurrency = Some(attempts);
+        self
+    }
+
+    /// The handler's own concurrency, when [`Self::concurrency`] set one.
+    pub fn concurrency_limit(&self) -> Option<usize> {
+        self.concurrency
+    }
+
+    /// Checks the handler's own retry policy and concurrency.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming the handler and the setting.
+    pub(crate) fn validate_policy(&self) -> Result<()> {
+        let name = self.handler_name();
+        if let Some(policy) = self.retry {
+            policy.0.validate().map_err(|err| match err {
+                PhotonError::Config {
+                    variable,
+                    value,
+                    expected,
+                } => PhotonError::config(format!("handler {name}: {variable}"), value, expected),
+                other => other,
+            })?;
+        }
+        if let Some(concurrency) = self.concurrency {
+            photon_core::config::check_count(
+                &format!("handler {name}: concurrency"),
+                concurrency as u64,
+                1..=u64::MAX,
+            )?;
+        }
+        if self.max_handler_time == Some(Duration::ZERO) {
+            return Err(PhotonError::config(
+                format!("handler {name}: max_handler_time"),
+                "0s",
+                "a duration above zero",
+            ));
+        }
+        Ok(())
     }
 
     /// Shares the topic with the other members of consumer group `group` (in this and other
@@ -193,9 +350,14 @@ impl HandlerOptions {
     }
 
     /// Cancels a handler attempt that runs longer than `limit`: the attempt fails with a
-    /// retryable handler error and is retried (a group handler's retry starts only while
-    /// its member still holds the partition). Default: [`DEFAULT_MAX_HANDLER_TIME`] for a
+    /// retryable handler error (its text starts with "timed out") and is retried (a group
+    /// handler's retry starts only while its member still holds the partition); after the
+    /// last attempt the event is dead-lettered with that error. The limit covers the whole
+    /// attempt, the handler's middleware ([`ExecutorBuilder::handler_layered`]) included.
+    /// `#[subscribe(timeout = "30s")]` sets it. Default: [`DEFAULT_MAX_HANDLER_TIME`] for a
     /// group handler, no limit for a durable one.
+    ///
+    /// [`ExecutorBuilder::handler_layered`]: super::ExecutorBuilder::handler_layered
     ///
     /// ```
     /// use std::time::Duration;
@@ -300,6 +462,8 @@ impl HandlerOptions {
 pub(crate) struct Registration {
     pub(crate) options: HandlerOptions,
     pub(crate) handler: BoxedHandler,
+    /// The middleware around each attempt, applied when the executor starts.
+    pub(crate) layer: Option<LayerFn>,
     /// Set for a transactional handler: stores its dead letters with the checkpoint
     /// advance in one transaction.
     pub(crate) transactional: Option<Arc<dyn LetterCommit>>,
@@ -315,6 +479,7 @@ impl Registration {
     pub(crate) fn from_descriptor(
         descriptor: &HandlerDescriptor,
         port: &Arc<dyn StoragePort>,
+        retry: &RetryPolicy,
     ) -> Result<Self> {
         let topic = match (descriptor.topic, descriptor.input_topic) {
             ("", Some(typed)) => typed,
@@ -339,17 +504,20 @@ impl Registration {
         if let Some(group) = descriptor.group {
             options = options.group(group);
         }
+        options = descriptor.policy.apply(options, retry);
         if let Some(bind) = descriptor.transactional {
             let binding = bind(port, &options)?;
             return Ok(Self {
                 options,
                 handler: BoxedHandler::of_event(binding.handler),
+                layer: None,
                 transactional: Some(binding.letters),
             });
         }
         Ok(Self {
             options,
             handler: (descriptor.handler)(),
+            layer: None,
             transactional: None,
         })
     }

@@ -7,7 +7,8 @@
 //!   committed to.
 //! - Events of one key (`topic_key`; events without key form one partition too) run in
 //!   publish order, one at a time. Different keys run in parallel, up to
-//!   [`ExecutorConfig::parallelism`] per subscription.
+//!   [`ExecutorConfig::parallelism`] per subscription, or the handler's own
+//!   [`HandlerOptions::concurrency`], which replaces it.
 //! - A checkpoint only moves over a contiguous run of finished events (handled or
 //!   dead-lettered): an event still running or retrying holds it back, whatever finished
 //!   after it.
@@ -58,7 +59,10 @@
 //!
 //! # Failures
 //! A handler error that [`PhotonError::is_retryable`] is retried with exponential backoff
-//! and jitter ([`RetryPolicy`]); the key waits, other keys go on. After the last attempt, at
+//! and jitter ([`RetryPolicy`], or the handler's own: [`HandlerOptions::retry`]); the key
+//! waits, other keys go on. Middleware registered with
+//! [`ExecutorBuilder::handler_layered`] (`tower` layers) wraps each attempt, inside the
+//! retry loop and inside [`HandlerOptions::max_handler_time`]. After the last attempt, at
 //! once for other errors, and for panics, the event is stored as a [`DeadLetter`] on
 //! `<topic>.dlq` (see [`ExecutorConfig::dead_letter_suffix`]) and the checkpoint moves on.
 //! `Photon::dead_letters` lists them and `Photon::replay_dead_letter` re-publishes one.
@@ -101,6 +105,7 @@ mod fencing;
 mod handler;
 mod idle;
 pub(crate) mod retry;
+mod service;
 mod stats;
 pub(crate) mod transactional;
 mod typed;
@@ -124,9 +129,10 @@ pub use config::{
 pub use config::{INITIAL_BACKOFF_MS_ENV, MAX_BACKOFF_MS_ENV, SHUTDOWN_TIMEOUT_MS_ENV};
 pub use fencing::current_ownership;
 pub use handler::{
-    HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions, IntoHandlerResult,
-    DEFAULT_MAX_HANDLER_TIME,
+    DeclaredPolicy, HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions,
+    IntoHandlerResult, DEFAULT_MAX_HANDLER_TIME,
 };
+pub use service::{HandlerRequest, HandlerService};
 pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};
 

@@ -16,6 +16,7 @@ use super::arguments::BoxedHandler;
 use super::config::RetryPolicy;
 use super::dispatch::Subscription;
 use super::handler::HandlerOptions;
+use super::service::Layered;
 use crate::shutdown::StopSignal;
 
 /// How one event ended.
@@ -53,8 +54,20 @@ pub(crate) fn delay(policy: &RetryPolicy, attempt: u32) -> Duration {
         .min(policy.max_backoff.mul_f64(1.0 + policy.jitter))
 }
 
-/// One call of the handler; a panic becomes a non-retryable handler error.
-async fn attempt(handler: &BoxedHandler, call: Call<'_>) -> Result<(), PhotonError> {
+/// One call of the handler, through its middleware when it has any; a panic becomes a
+/// non-retryable handler error.
+async fn attempt(
+    handler: &BoxedHandler,
+    layered: Option<&Layered>,
+    call: Call<'_>,
+) -> Result<(), PhotonError> {
+    if let Some(layered) = layered {
+        // The middleware may panic while polled for readiness as well as in its call.
+        return match AssertUnwindSafe(layered.call(&call)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => Err(panicked(&*panic)),
+        };
+    }
     let called = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call)));
     let future = match called {
         Ok(future) => future,
@@ -78,7 +91,7 @@ async fn bounded(
     match tokio::time::timeout(limit, attempt).await {
         Ok(result) => result,
         Err(_) => Err(PhotonError::handler(format!(
-            "the handler of {} seq {} ran longer than max_handler_time ({limit:?}) and was cancelled",
+            "timed out: the handler of {} seq {} ran longer than its time limit (max_handler_time, {limit:?}) and was cancelled",
             event.topic_name, event.seq
         ))),
     }
@@ -124,7 +137,7 @@ pub(crate) async fn run_with_retries(
     stop: &mut StopSignal,
 ) -> Outcome {
     let registration = &subscription.registration;
-    let (policy, stats) = (&subscription.config.retry, &subscription.stats);
+    let (policy, stats) = (&subscription.retry, &subscription.stats);
     let mut attempts = 0u32;
     let limit = registration.options.handler_time_limit();
     loop {
@@ -141,7 +154,11 @@ pub(crate) async fn run_with_retries(
             partition: ownership.as_ref().map(|owned| owned.partition),
             resources: &subscription.resources,
         };
-        let attempt = bounded(attempt(&registration.handler, call), limit, event);
+        let attempt = bounded(
+            attempt(&registration.handler, subscription.layered.as_ref(), call),
+            limit,
+            event,
+        );
         let result = super::fencing::under(ownership, attempt)
             .instrument(span.clone())
             .await;
