@@ -40,9 +40,18 @@ pub(crate) async fn answered<T>(
     what: impl FnOnce() -> String,
     request: impl std::future::Future<Output = T>,
 ) -> Result<T, PhotonError> {
-    match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
+    answered_within(REQUEST_TIMEOUT, what, request).await
+}
+
+/// [`answered`] with another bound.
+async fn answered_within<T>(
+    limit: std::time::Duration,
+    what: impl FnOnce() -> String,
+    request: impl std::future::Future<Output = T>,
+) -> Result<T, PhotonError> {
+    match tokio::time::timeout(limit, request).await {
         Ok(answer) => Ok(answer),
-        Err(_) => Err(unanswered(what(), REQUEST_TIMEOUT)),
+        Err(_) => Err(unanswered(what(), limit)),
     }
 }
 
@@ -61,4 +70,33 @@ pub(crate) fn unanswered(what: String, waited: std::time::Duration) -> PhotonErr
 /// to be replaced before the next try.
 pub(crate) fn is_unanswered(err: &PhotonError) -> bool {
     matches!(err, PhotonError::Unavailable { backend: LABEL, message, .. } if message.starts_with(UNANSWERED))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_request_without_an_answer_is_given_up_and_named() {
+        let limit = Duration::from_millis(20);
+        let never = std::future::pending::<()>();
+        let err = answered_within(limit, || "listing topic t".into(), never)
+            .await
+            .unwrap_err();
+        assert!(is_unanswered(&err), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "fluvio is unavailable: no answer to listing topic t within 20ms"
+        );
+        assert!(err.is_retryable());
+        let answer = answered_within(limit, || unreachable!(), async { 7 }).await;
+        assert_eq!(answer.unwrap(), 7);
+        // Other unavailability is not a request given up.
+        assert!(!is_unanswered(&unavailable(
+            "cannot list topic t".into(),
+            "refused"
+        )));
+    }
 }

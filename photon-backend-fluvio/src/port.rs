@@ -250,11 +250,19 @@ impl StoragePort for FluvioStoragePort {
 
     async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
         self.check_layout(&key.topic).await?;
-        let written = self
-            .inner
-            .checkpoints
-            .commit(&self.commit_context(), key, seq)
-            .await?;
+        let context = self.commit_context();
+        let written = match self.inner.checkpoints.commit(&context, key, seq).await {
+            // A request on the stream connection got no answer: once more on a new one.
+            Err(err) if crate::error::is_unanswered(&err) => {
+                // A failed reconnect is logged; the retry then fails as the cluster does.
+                let _ = self.inner.stream.replace(&context.fluvio).await;
+                self.inner
+                    .checkpoints
+                    .commit(&self.commit_context(), key, seq)
+                    .await?
+            }
+            result => result?,
+        };
         if written {
             // The mirror is best effort: the checkpoint topic is authoritative.
             let _ = self.inner.mirror.send((key.clone(), seq));

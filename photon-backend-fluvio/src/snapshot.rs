@@ -18,7 +18,7 @@ use photon_core::{PhotonError, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::unavailable;
+use crate::error::{answered, unavailable};
 use crate::query::{end_offset, read_range};
 use crate::topic::Topics;
 
@@ -261,13 +261,22 @@ pub(crate) async fn send(
     key: Vec<u8>,
     value: Vec<u8>,
 ) -> Result<i64> {
-    let acked = match producer.send(RecordKey::from(key), value).await {
-        Ok(output) => output
-            .wait()
-            .await
-            .map(|metadata| metadata.offset())
-            .map_err(anyhow::Error::from),
-        Err(err) => Err(err),
+    let sending = async {
+        match producer.send(RecordKey::from(key), value).await {
+            Ok(output) => output
+                .wait()
+                .await
+                .map(|metadata| metadata.offset())
+                .map_err(anyhow::Error::from),
+            Err(err) => Err(err),
+        }
+    };
+    let acked = match answered(|| format!("a write to {name}"), sending).await {
+        Ok(acked) => acked,
+        Err(unanswered) => {
+            producer.clear_errors().await;
+            return Err(unanswered);
+        }
     };
     match acked {
         Ok(offset) => Ok(offset),

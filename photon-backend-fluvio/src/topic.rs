@@ -288,11 +288,17 @@ impl Topics {
 ///
 /// # Errors
 /// [`PhotonError::Unavailable`] when the cluster refuses or cannot be reached.
-pub(crate) async fn ensure_topic(
-    fluvio: &Fluvio,
-    config: &FluvioConfig,
-    name: &str,
-) -> Result<bool> {
+///
+/// Boxed: it runs once per topic, and so keeps the futures of its many callers small.
+pub(crate) fn ensure_topic<'a>(
+    fluvio: &'a Fluvio,
+    config: &'a FluvioConfig,
+    name: &'a str,
+) -> futures::future::BoxFuture<'a, Result<bool>> {
+    Box::pin(ensure_topic_now(fluvio, config, name))
+}
+
+async fn ensure_topic_now(fluvio: &Fluvio, config: &FluvioConfig, name: &str) -> Result<bool> {
     let admin = fluvio.admin().await;
     let exists = |listed: Vec<fluvio::metadata::objects::Metadata<TopicSpec>>| {
         listed.iter().any(|topic| topic.name == name)
@@ -335,7 +341,9 @@ where
 {
     let deadline = tokio::time::Instant::now() + PROVISION_WAIT;
     loop {
-        match answered(|| format!("opening topic {name}"), open()).await? {
+        // Boxed: a heap allocation is nothing beside the round trip, and unboxed the
+        // bound's future nested too deep in the catalog's for the compiler.
+        match answered(|| format!("opening topic {name}"), Box::pin(open())).await? {
             Ok(value) => return Ok(value),
             Err(err) if is_not_found(&err) && tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
