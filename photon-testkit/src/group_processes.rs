@@ -8,7 +8,7 @@
 //!   key in order, an event is handled again only under a later epoch of its partition
 //!   (after a kill or a lapsed lease) and duplicates stay within the bound, and every
 //!   kill is taken over within the lease + 2 s.
-//! - [`GroupProcesses::frozen_member_is_fenced`]: a member frozen with SIGSTOP for twice its
+//! - [`GroupProcesses::frozen_member_is_fenced`]: a member frozen with SIGSTOP for three times its
 //!   lease, then resumed, starts no event of a partition it lost, its late acknowledgement
 //!   is refused, and a late checkpoint commit under its old lease is refused by the store.
 //!
@@ -345,7 +345,10 @@ impl GroupProcesses {
             .unwrap();
         assert!(status.success());
         let stopped = now_ns();
-        tokio::time::sleep(LEASE * 2).await;
+        // The freeze is the fault under test: three leases, so that a takeover slowed by a
+        // loaded machine (lease expiry, then the next heartbeat and acquire) still falls
+        // inside it (two were seen to be too short in CI).
+        tokio::time::sleep(LEASE * 3).await;
         let resumed = now_ns();
         let status = Command::new("kill")
             .args(["-CONT", &frozen.id().to_string()])
