@@ -156,11 +156,8 @@ impl FluvioStoragePort {
     /// is tried once more on a new connection.
     pub(crate) async fn append_draft(&self, draft: RecordDraft) -> Result<Appended> {
         let settled = tokio::time::Instant::now() + crate::topic::PROVISION_WAIT;
-        let mut reconnected = false;
+        let mut retried = false;
         loop {
-            // The client the try starts on: replaced after an unanswered request, unless
-            // the failed try replaced it already.
-            let client = self.inner.fluvio();
             match self.append_once(&draft).await {
                 Err(PhotonError::Unavailable { message, .. })
                     if crate::error::is_leaderless(&message)
@@ -168,10 +165,9 @@ impl FluvioStoragePort {
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }
-                Err(err) if crate::error::is_unanswered(&err) && !reconnected => {
-                    reconnected = true;
-                    self.inner.reconnect(&client).await;
-                }
+                // The try that failed replaced its connection already (`open_topic`,
+                // `drop_producer`).
+                Err(err) if crate::error::is_unanswered(&err) && !retried => retried = true,
                 result => return result,
             }
         }
@@ -193,14 +189,7 @@ impl FluvioStoragePort {
         let name = fluvio_topic_name(&inner.config.prefix, &draft.topic_name, shard, shards);
         let open = match inner.topics.cached(&name) {
             Some(open) => open,
-            None => {
-                self.check_layout(&draft.topic_name).await?;
-                let config = topic_config(&inner.config, &draft.topic_name, false);
-                inner
-                    .topics
-                    .producer(|| inner.fluvio(), &config, &name)
-                    .await?
-            }
+            None => self.open_topic(&draft.topic_name, &name).await?,
         };
         let value = encode_value(draft)?;
         let key = match &draft.topic_key {
@@ -250,6 +239,30 @@ impl FluvioStoragePort {
                 Err(err)
             }
         }
+    }
+
+    /// Checks the layout of `topic` and opens the producer of its Fluvio topic `name`
+    /// (creating it when missing). A request that got no answer replaces the connection
+    /// it went out on, so that the caller's retry goes out on a new one; only this path
+    /// takes the client, the publish of an open topic does not.
+    async fn open_topic(&self, topic: &str, name: &str) -> Result<Arc<OpenProducer>> {
+        let inner = &self.inner;
+        let client = inner.fluvio();
+        let opened = async {
+            self.check_layout(topic).await?;
+            let config = topic_config(&inner.config, topic, false);
+            inner
+                .topics
+                .producer(|| client.clone(), &config, name)
+                .await
+        }
+        .await;
+        if let Err(err) = &opened {
+            if crate::error::is_unanswered(err) {
+                inner.reconnect(&client).await;
+            }
+        }
+        opened
     }
 
     /// Hands a record to the producer; a refused send drops the producer.
