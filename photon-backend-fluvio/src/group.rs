@@ -83,7 +83,9 @@ use fluvio::consumer::{ConsumerStream, Record};
 use fluvio::dataplane::link::ErrorCode;
 use fluvio::{Offset, RecordKey};
 use futures::StreamExt;
-use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::group::{
+    Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
+};
 use photon_core::{PhotonError, RecordStream, Result, StartAt};
 use tokio::sync::{oneshot, watch, OnceCell};
 
@@ -432,19 +434,12 @@ impl FluvioCoordination {
 
 #[async_trait]
 impl GroupCoordination for FluvioCoordination {
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>> {
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
         let op = Op::Heartbeat {
-            member: member.to_owned(),
-            owner: owner.to_owned(),
-            partitions,
-            ttl_ms: ms(ttl),
+            member: beat.member.to_owned(),
+            owner: beat.owner.to_owned(),
+            partitions: beat.partitions,
+            ttl_ms: ms(beat.ttl),
         };
         match self.call(scope, op).await? {
             Outcome::Members(members) => Ok(members),
@@ -459,23 +454,19 @@ impl GroupCoordination for FluvioCoordination {
         self.call(scope, op).await.map(|_| ())
     }
 
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
         let op = Op::Acquire {
-            partition,
-            owner: owner.to_owned(),
-            ttl_ms: ms(ttl),
+            partition: claim.partition,
+            owner: claim.owner.to_owned(),
+            ttl_ms: ms(claim.ttl),
         };
         match self.call(scope, op).await? {
             Outcome::Acquired(epoch) => {
                 if let Some(epoch) = epoch {
-                    lock(&self.log().acquired)
-                        .insert((scope.clone(), partition), (owner.to_owned(), epoch));
+                    lock(&self.log().acquired).insert(
+                        (scope.clone(), claim.partition),
+                        (claim.owner.to_owned(), epoch),
+                    );
                 }
                 Ok(epoch)
             }
@@ -483,18 +474,11 @@ impl GroupCoordination for FluvioCoordination {
         }
     }
 
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
         let op = Op::Renew {
-            partition,
-            owner: owner.to_owned(),
-            epoch,
+            partition: held.partition,
+            owner: held.owner.to_owned(),
+            epoch: held.epoch,
             ttl_ms: ms(ttl),
         };
         match self.call(scope, op).await? {
@@ -541,17 +525,11 @@ impl GroupCoordination for FluvioCoordination {
         }
     }
 
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()> {
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
         let op = Op::Release {
-            partition,
-            owner: owner.to_owned(),
-            epoch,
+            partition: held.partition,
+            owner: held.owner.to_owned(),
+            epoch: held.epoch,
         };
         self.call(scope, op).await.map(|_| ())
     }
@@ -577,23 +555,16 @@ impl GroupCoordination for FluvioCoordination {
         Ok(lock(&self.log().machine).checkpoint(scope, partition))
     }
 
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()> {
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
         let op = Op::Commit {
-            partition,
-            owner: owner.to_owned(),
-            epoch,
+            partition: held.partition,
+            owner: held.owner.to_owned(),
+            epoch: held.epoch,
             seq,
         };
         match self.call(scope, op).await? {
             Outcome::Committed(true) => Ok(()),
-            Outcome::Committed(false) => Err(Self::fenced(scope, partition, epoch)),
+            Outcome::Committed(false) => Err(Self::fenced(scope, held.partition, held.epoch)),
             other => Err(Self::unexpected(&other)),
         }
     }

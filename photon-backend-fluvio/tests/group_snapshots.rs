@@ -20,7 +20,7 @@ use photon_backend_fluvio::testing::{
     GroupLogStats, GROUP_SNAPSHOT_EVERY, GROUP_SNAPSHOT_STAGGER,
 };
 use photon_backend_fluvio::FluvioStoragePort;
-use photon_core::group::GroupScope;
+use photon_core::group::{Claim, GroupScope, Heartbeat};
 use photon_core::{PhotonError, StoragePort};
 
 const GROUP: &str = "busy";
@@ -266,19 +266,10 @@ async fn a_new_instance_catches_up_from_a_snapshot() {
     // The joining instance goes on from there: its commands are decided as everywhere.
     let coordination = joining.group_coordination().unwrap();
     let scope = GroupScope::new(GROUP, TOPIC);
-    let taken = coordination
-        .acquire(&scope, 0, "late#1", Duration::from_secs(5))
-        .await
-        .unwrap();
+    let taken = coordination.acquire(&scope, late_claim()).await.unwrap();
     assert_eq!(taken, None, "partition 0 is held by m0#1");
     let members = coordination
-        .heartbeat(
-            &scope,
-            "late",
-            "late#1",
-            PARTITIONS,
-            Duration::from_secs(60),
-        )
+        .heartbeat(&scope, beat("late", "late#1"))
         .await
         .unwrap();
     assert_eq!(members.len(), 5, "{members:?}");
@@ -318,7 +309,7 @@ async fn records_removed_before_any_snapshot_are_reported() {
     let scope = GroupScope::new(GROUP, TOPIC);
     for _ in 0..40 {
         coordination
-            .heartbeat(&scope, "m0", "m0#1", PARTITIONS, Duration::from_secs(60))
+            .heartbeat(&scope, beat("m0", "m0#1"))
             .await
             .unwrap();
     }
@@ -363,7 +354,7 @@ async fn records_removed_before_any_snapshot_are_reported() {
     let refused = late
         .group_coordination()
         .unwrap()
-        .acquire(&scope, 0, "late#1", Duration::from_secs(5))
+        .acquire(&scope, late_claim())
         .await;
     assert!(
         matches!(refused, Err(PhotonError::Unavailable { .. })),
@@ -457,4 +448,23 @@ async fn catch_up_after_a_long_log() {
         stats.applied_records,
         written as f64 / rate
     );
+}
+
+/// A heartbeat over the tests' partition count, alive for a minute.
+fn beat<'a>(member: &'a str, owner: &'a str) -> Heartbeat<'a> {
+    Heartbeat {
+        member,
+        owner,
+        partitions: PARTITIONS,
+        ttl: Duration::from_secs(60),
+    }
+}
+
+/// A late member's claim on partition 0.
+fn late_claim() -> Claim<'static> {
+    Claim {
+        partition: 0,
+        owner: "late#1",
+        ttl: Duration::from_secs(5),
+    }
 }

@@ -35,7 +35,9 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind, StorageType};
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::group::{
+    Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
+};
 use photon_core::{PhotonError, RecordStream, Result, StartAt};
 use serde::{Deserialize, Serialize};
 
@@ -342,20 +344,13 @@ impl NatsCoordination {
 
 #[async_trait]
 impl GroupCoordination for NatsCoordination {
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>> {
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
         let stream = self.stream().await?;
-        let subject = self.member_subject(scope, owner);
+        let subject = self.member_subject(scope, beat.owner);
         let record = MemberRecord {
-            member: member.to_owned(),
-            partitions,
-            ttl_ms: millis(ttl),
+            member: beat.member.to_owned(),
+            partitions: beat.partitions,
+            ttl_ms: millis(beat.ttl),
         };
         let payload = serde_json::to_vec(&record)
             .map_err(|err| storage("cannot encode a group heartbeat", err))?;
@@ -363,7 +358,7 @@ impl GroupCoordination for NatsCoordination {
         let records: Vec<(String, Stored<MemberRecord>)> = self
             .list(&stream, format!("{}.m.*", self.scope_subject(scope)))
             .await?;
-        // This member's own heartbeat, just written, carries the server's "now".
+        // This beat.member's own heartbeat, just written, carries the server's "now".
         let now = match records.iter().find(|(s, _)| *s == subject) {
             Some((_, own)) => {
                 self.observe(own.written);
@@ -391,15 +386,9 @@ impl GroupCoordination for NatsCoordination {
         Ok(())
     }
 
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
         let stream = self.stream().await?;
-        let current = self.read_lease(&stream, scope, partition).await?;
+        let current = self.read_lease(&stream, scope, claim.partition).await?;
         let now = self.now().await?;
         if current
             .as_ref()
@@ -412,14 +401,14 @@ impl GroupCoordination for NatsCoordination {
         });
         let epoch = previous.epoch + 1;
         let record = LeaseRecord {
-            owner: owner.to_owned(),
+            owner: claim.owner.to_owned(),
             epoch,
-            ttl_ms: millis(ttl),
+            ttl_ms: millis(claim.ttl),
             seq: previous.seq,
         };
         // A lost race means another member took (or changed) the lease first.
         match self
-            .write_lease(scope, partition, &record, expected)
+            .write_lease(scope, claim.partition, &record, expected)
             .await?
         {
             Cas::Written => Ok(Some(epoch)),
@@ -427,20 +416,13 @@ impl GroupCoordination for NatsCoordination {
         }
     }
 
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
         let stream = self.stream().await?;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
+            let Some(current) = self.read_lease(&stream, scope, held.partition).await? else {
                 return Ok(false);
             };
-            if !LeaseRecord::held_by(&current, owner, epoch, self.now().await?) {
+            if !LeaseRecord::held_by(&current, held.owner, held.epoch, self.now().await?) {
                 return Ok(false);
             }
             let record = LeaseRecord {
@@ -448,7 +430,7 @@ impl GroupCoordination for NatsCoordination {
                 ..current.value
             };
             match self
-                .write_lease(scope, partition, &record, current.subject_seq)
+                .write_lease(scope, held.partition, &record, current.subject_seq)
                 .await?
             {
                 Cas::Written => return Ok(true),
@@ -459,19 +441,13 @@ impl GroupCoordination for NatsCoordination {
         Ok(false)
     }
 
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()> {
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
         let stream = self.stream().await?;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
+            let Some(current) = self.read_lease(&stream, scope, held.partition).await? else {
                 return Ok(());
             };
-            if current.value.owner != owner || current.value.epoch != epoch {
+            if current.value.owner != held.owner || current.value.epoch != held.epoch {
                 return Ok(());
             }
             let record = LeaseRecord {
@@ -480,7 +456,7 @@ impl GroupCoordination for NatsCoordination {
                 ..current.value
             };
             match self
-                .write_lease(scope, partition, &record, current.subject_seq)
+                .write_lease(scope, held.partition, &record, current.subject_seq)
                 .await?
             {
                 Cas::Written => return Ok(()),
@@ -498,22 +474,15 @@ impl GroupCoordination for NatsCoordination {
             .and_then(|stored| stored.value.seq))
     }
 
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()> {
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
         let stream = self.stream().await?;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(current) = self.read_lease(&stream, scope, partition).await? else {
-                return Err(Self::fenced(scope, partition, epoch));
+            let Some(current) = self.read_lease(&stream, scope, held.partition).await? else {
+                return Err(Self::fenced(scope, held.partition, held.epoch));
             };
             let now = self.now().await?;
-            if !LeaseRecord::held_by(&current, owner, epoch, now) {
-                return Err(Self::fenced(scope, partition, epoch));
+            if !LeaseRecord::held_by(&current, held.owner, held.epoch, now) {
+                return Err(Self::fenced(scope, held.partition, held.epoch));
             }
             if current.value.seq.is_some_and(|stored| stored >= seq) {
                 return Ok(());
@@ -527,7 +496,7 @@ impl GroupCoordination for NatsCoordination {
                 ..current.value
             };
             match self
-                .write_lease(scope, partition, &record, current.subject_seq)
+                .write_lease(scope, held.partition, &record, current.subject_seq)
                 .await?
             {
                 Cas::Written => return Ok(()),
@@ -537,8 +506,8 @@ impl GroupCoordination for NatsCoordination {
         Err(PhotonError::Storage {
             backend: LABEL,
             message: format!(
-                "group {:?} partition {partition}: lost {MAX_ATTEMPTS} compare-and-set races",
-                scope.group
+                "group {:?} partition {}: lost {MAX_ATTEMPTS} compare-and-set races",
+                scope.group, held.partition
             ),
             source: None,
         })

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
-use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::group::{
+    Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
+};
 use photon_core::{PhotonError, Result};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -77,14 +79,13 @@ fn live_members(rows: &[Row]) -> std::result::Result<Vec<LiveMember>, tokio_post
 
 #[async_trait]
 impl GroupCoordination for PostgresCoordination {
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>> {
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
+        let Heartbeat {
+            member,
+            owner,
+            partitions,
+            ttl,
+        } = beat;
         let what = "record a group heartbeat";
         let failed = |e| pg_error(what, e);
         let mut client = self.pool.get().await.map_err(|e| pool_error(what, e))?;
@@ -162,13 +163,12 @@ impl GroupCoordination for PostgresCoordination {
         Ok(())
     }
 
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
+        let Claim {
+            partition,
+            owner,
+            ttl,
+        } = claim;
         let what = "acquire a group lease";
         let part = i64::from(partition);
         self.query(
@@ -196,14 +196,12 @@ impl GroupCoordination for PostgresCoordination {
         }
     }
 
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         let rows = self
             .query(
                 "renew a group lease",
@@ -224,13 +222,12 @@ impl GroupCoordination for PostgresCoordination {
         Ok(rows.len() == 1)
     }
 
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()> {
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         self.query(
             "release a group lease",
             "UPDATE group_partitions SET owner = '', expires_at = '-infinity' \
@@ -262,14 +259,12 @@ impl GroupCoordination for PostgresCoordination {
         }
     }
 
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()> {
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         let rows = self
             .query(
                 "commit a group partition checkpoint",

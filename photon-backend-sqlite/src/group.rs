@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use photon_core::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use photon_core::group::{
+    Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
+};
 use photon_core::{PhotonError, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -132,14 +134,13 @@ fn stored_epoch(epoch: u64) -> i64 {
 
 #[async_trait]
 impl GroupCoordination for SqliteCoordination {
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>> {
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
+        let Heartbeat {
+            member,
+            owner,
+            partitions,
+            ttl,
+        } = beat;
         let (scope, member, owner) = (scope.clone(), member.to_owned(), owner.to_owned());
         self.run("record a group heartbeat", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -207,13 +208,12 @@ impl GroupCoordination for SqliteCoordination {
         .await
     }
 
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
+        let Claim {
+            partition,
+            owner,
+            ttl,
+        } = claim;
         let (scope, owner) = (scope.clone(), owner.to_owned());
         self.run("acquire a group lease", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -241,14 +241,12 @@ impl GroupCoordination for SqliteCoordination {
         .await
     }
 
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         let (scope, owner) = (scope.clone(), owner.to_owned());
         self.run("renew a group lease", move |connection, _| {
             let transaction =
@@ -276,13 +274,12 @@ impl GroupCoordination for SqliteCoordination {
         .await
     }
 
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()> {
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         let (scope, owner) = (scope.clone(), owner.to_owned());
         self.run("release a group lease", move |connection, _| {
             connection
@@ -318,14 +315,12 @@ impl GroupCoordination for SqliteCoordination {
         .await
     }
 
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()> {
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
+        let HeldLease {
+            partition,
+            owner,
+            epoch,
+        } = held;
         let (scope_owned, owner) = (scope.clone(), owner.to_owned());
         let changed = self
             .run(

@@ -570,15 +570,7 @@ async fn member(port: BoxFuture<'static, Arc<dyn StoragePort>>, log: &str, role:
             Ok(()) => log.line(&format!("acked {what} {}", now_ns())),
             Err(PhotonError::Fenced { .. }) => {
                 log.line(&format!("ack-refused {what} {}", now_ns()));
-                let commit = coordination
-                    .commit(
-                        &scope,
-                        ownership.partition,
-                        &ownership.owner,
-                        ownership.epoch,
-                        seq,
-                    )
-                    .await;
+                let commit = coordination.commit(&scope, ownership.held(), seq).await;
                 let outcome = match commit {
                     Err(PhotonError::Fenced { .. }) => "commit-refused",
                     Ok(()) => "commit-accepted",

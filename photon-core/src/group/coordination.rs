@@ -50,6 +50,53 @@ pub struct Ownership {
     pub owner: String,
 }
 
+/// One member's heartbeat: who beats, for how long, and how it splits the topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heartbeat<'a> {
+    /// The member's name (two incarnations of one member share it).
+    pub member: &'a str,
+    /// The owner token of this incarnation (`<member name>#<incarnation>`).
+    pub owner: &'a str,
+    /// The partition count the member splits the topic into.
+    pub partitions: u32,
+    /// How long the member counts as alive without another beat.
+    pub ttl: Duration,
+}
+
+/// A claim on a partition's lease, by one member incarnation, for `ttl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim<'a> {
+    /// The partition's id in the store (see [`Ownership::partition`]).
+    pub partition: u32,
+    /// The claiming owner token.
+    pub owner: &'a str,
+    /// How long the lease lasts without a renewal.
+    pub ttl: Duration,
+}
+
+/// A lease as its holder knows it: the fencing token every renewal, release and commit
+/// presents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldLease<'a> {
+    /// The partition's id in the store (see [`Ownership::partition`]).
+    pub partition: u32,
+    /// The holder's owner token.
+    pub owner: &'a str,
+    /// The epoch the lease was acquired at.
+    pub epoch: u64,
+}
+
+impl Ownership {
+    /// The lease this ownership was handed out under.
+    pub fn held(&self) -> HeldLease<'_> {
+        HeldLease {
+            partition: self.partition,
+            owner: &self.owner,
+            epoch: self.epoch,
+        }
+    }
+}
+
 /// The member name in an owner token (`<member name>#<incarnation>`).
 pub fn owner_name(owner: &str) -> &str {
     owner.rsplit_once('#').map_or(owner, |(name, _)| name)
@@ -78,20 +125,13 @@ pub struct PartitionLease {
 /// partitions over only once the old incarnation's leases expired.
 #[async_trait]
 pub trait GroupCoordination: Send + Sync + 'static {
-    /// Records `member` (incarnation `owner`) alive for `ttl`, splitting the topic into
-    /// `partitions`, and returns the live members, sorted by name, one entry per name and
+    /// Records the beat's member (incarnation `owner`) alive for its `ttl`, splitting the
+    /// topic into its `partitions`, and returns the live members, sorted by name, one entry per name and
     /// partition count.
     ///
     /// # Errors
     /// Storage errors of the port.
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>>;
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>>;
 
     /// Removes the heartbeat of incarnation `owner`.
     ///
@@ -99,33 +139,21 @@ pub trait GroupCoordination: Send + Sync + 'static {
     /// Storage errors of the port.
     async fn leave(&self, scope: &GroupScope, owner: &str) -> Result<()>;
 
-    /// Takes the lease of `partition` for `ttl` when nobody holds a live one; returns the
+    /// Takes the lease of the claimed partition for the claim's `ttl` when nobody holds a
+    /// live one; returns the
     /// new epoch (one more than the previous holder's), or `None` when another owner holds
     /// a live lease.
     ///
     /// # Errors
     /// Storage errors of the port.
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>>;
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>>;
 
-    /// Extends a live lease held by `owner` at `epoch` to `ttl` from now; `false` when the
-    /// lease expired or moved (the caller lost the partition).
+    /// Extends a live lease held by the lease's `owner` at its `epoch` to `ttl` from now;
+    /// `false` when the lease expired or moved (the caller lost the partition).
     ///
     /// # Errors
     /// Storage errors of the port.
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool>;
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool>;
 
     /// Renews several leases of `owner` (one heartbeat's renewals), each as
     /// [`GroupCoordination::renew`] would; the results come in the order of `leases`
@@ -140,22 +168,21 @@ pub trait GroupCoordination: Send + Sync + 'static {
     ) -> Vec<Result<bool>> {
         let mut renewed = Vec::with_capacity(leases.len());
         for (partition, epoch) in leases {
-            renewed.push(self.renew(scope, *partition, owner, *epoch, ttl).await);
+            let lease = HeldLease {
+                partition: *partition,
+                owner,
+                epoch: *epoch,
+            };
+            renewed.push(self.renew(scope, lease, ttl).await);
         }
         renewed
     }
 
-    /// Gives the lease back at once when `owner` still holds it at `epoch`.
+    /// Gives the lease back at once when its `owner` still holds it at its `epoch`.
     ///
     /// # Errors
     /// Storage errors of the port.
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()>;
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()>;
 
     /// The committed seq of a partition, `None` when never committed.
     ///
@@ -163,20 +190,13 @@ pub trait GroupCoordination: Send + Sync + 'static {
     /// Storage errors of the port.
     async fn load_checkpoint(&self, scope: &GroupScope, partition: u32) -> Result<Option<i64>>;
 
-    /// Raises the partition's checkpoint to `seq` (never lowers it), atomically with the
-    /// check that `owner` holds a live lease at `epoch`.
+    /// Raises the lease's partition's checkpoint to `seq` (never lowers it), atomically with
+    /// the check that the lease's `owner` holds a live lease at its `epoch`.
     ///
     /// # Errors
     /// [`crate::PhotonError::Fenced`] when the lease expired or moved (nothing is stored);
     /// storage errors of the port.
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()>;
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()>;
 
     /// The partition count of `topic` when the store splits it itself (broker shards), so
     /// that a partition is a shard: an event's partition ([`crate::group::partition_of`])

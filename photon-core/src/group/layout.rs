@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::group::coordination::{GroupCoordination, GroupScope, PartitionLease};
+use crate::group::coordination::{Claim, GroupCoordination, GroupScope, HeldLease, PartitionLease};
 
 /// The reserved partition whose checkpoint holds the layout.
 pub const LAYOUT_PARTITION: u32 = u32::MAX;
@@ -139,17 +139,11 @@ pub async fn switch(
     from: Option<Layout>,
     count: u32,
 ) -> Result<Option<Layout>> {
-    let Some(epoch) = coordination
-        .acquire(scope, LAYOUT_PARTITION, owner, SWITCH_LEASE)
-        .await?
-    else {
+    let Some(lease) = claim(coordination, scope, LAYOUT_PARTITION, owner).await? else {
         return Ok(None);
     };
-    let switched = switch_held(coordination, scope, owner, epoch, from, count).await;
-    if let Err(err) = coordination
-        .release(scope, LAYOUT_PARTITION, owner, epoch)
-        .await
-    {
+    let switched = switch_held(coordination, scope, lease, from, count).await;
+    if let Err(err) = coordination.release(scope, lease).await {
         tracing::warn!(?scope, %err, "group layout lease not released; it will expire");
     }
     switched
@@ -158,8 +152,7 @@ pub async fn switch(
 async fn switch_held(
     coordination: &dyn GroupCoordination,
     scope: &GroupScope,
-    owner: &str,
-    epoch: u64,
+    lease: HeldLease<'_>,
     from: Option<Layout>,
     count: u32,
 ) -> Result<Option<Layout>> {
@@ -180,15 +173,13 @@ async fn switch_held(
             let Some(seq) = covering(&from, &old, &to, index) else {
                 continue;
             };
-            if !carry_over(coordination, scope, owner, to.id(index), seq).await? {
+            if !carry_over(coordination, scope, lease.owner, to.id(index), seq).await? {
                 // Left leased by a switch that stopped half-way: try again once it expired.
                 return Ok(None);
             }
         }
     }
-    coordination
-        .commit(scope, LAYOUT_PARTITION, owner, epoch, to.encode())
-        .await?;
+    coordination.commit(scope, lease, to.encode()).await?;
     tracing::info!(?scope, from = ?from, to = ?to, "group partition count changed");
     Ok(Some(to))
 }
@@ -218,12 +209,32 @@ async fn carry_over(
     id: u32,
     seq: i64,
 ) -> Result<bool> {
-    let Some(epoch) = coordination.acquire(scope, id, owner, SWITCH_LEASE).await? else {
+    let Some(lease) = claim(coordination, scope, id, owner).await? else {
         return Ok(false);
     };
-    let committed = coordination.commit(scope, id, owner, epoch, seq).await;
-    coordination.release(scope, id, owner, epoch).await?;
+    let committed = coordination.commit(scope, lease, seq).await;
+    coordination.release(scope, lease).await?;
     committed.map(|()| true)
+}
+
+/// Takes partition `id`'s lease for a switch, `None` while another owner holds it.
+async fn claim<'a>(
+    coordination: &dyn GroupCoordination,
+    scope: &GroupScope,
+    partition: u32,
+    owner: &'a str,
+) -> Result<Option<HeldLease<'a>>> {
+    let claim = Claim {
+        partition,
+        owner,
+        ttl: SWITCH_LEASE,
+    };
+    let epoch = coordination.acquire(scope, claim).await?;
+    Ok(epoch.map(|epoch| HeldLease {
+        partition,
+        owner,
+        epoch,
+    }))
 }
 
 fn gcd(a: u32, b: u32) -> u32 {

@@ -16,7 +16,9 @@ use tokio::time::MissedTickBehavior;
 use crate::error::{PhotonError, Result};
 use crate::event::Record;
 use crate::group::assignment::sticky;
-use crate::group::coordination::{owner_name, GroupCoordination, GroupScope, LiveMember};
+use crate::group::coordination::{
+    owner_name, Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember,
+};
 use crate::group::layout::{self, current_leases, Layout};
 use crate::group::options::GroupOptions;
 use crate::group::partition::{
@@ -235,10 +237,12 @@ impl Member {
             .coordination
             .heartbeat(
                 &self.scope,
-                &options.member,
-                &self.owner,
-                options.partitions,
-                options.presence(),
+                Heartbeat {
+                    member: &options.member,
+                    owner: &self.owner,
+                    partitions: options.partitions,
+                    ttl: options.presence(),
+                },
             )
             .await
         {
@@ -295,11 +299,12 @@ impl Member {
             }
             let sent = Instant::now();
             let id = layout.id(partition);
-            match self
-                .coordination
-                .acquire(&self.scope, id, &self.owner, options.lease)
-                .await
-            {
+            let claim = Claim {
+                partition: id,
+                owner: &self.owner,
+                ttl: options.lease,
+            };
+            match self.coordination.acquire(&self.scope, claim).await {
                 Ok(Some(epoch)) => {
                     shared.extend(self.take((partition, id), epoch, sent).await);
                 }
@@ -475,7 +480,7 @@ impl Member {
         };
         let pinned = self
             .coordination
-            .commit(&self.scope, owned.id, &self.owner, owned.epoch, head)
+            .commit(&self.scope, self.lease(owned), head)
             .await;
         self.count_commit(&pinned);
         pinned?;
@@ -499,7 +504,7 @@ impl Member {
         let seq = owned.to_commit()?;
         let result = self
             .coordination
-            .commit(&self.scope, owned.id, &self.owner, owned.epoch, seq)
+            .commit(&self.scope, self.lease(owned), seq)
             .await;
         self.count_commit(&result);
         match result {
@@ -543,6 +548,15 @@ impl Member {
         }
     }
 
+    /// The lease `owned` is held under, as the store knows it.
+    fn lease(&self, owned: &Owned) -> HeldLease<'_> {
+        HeldLease {
+            partition: owned.id,
+            owner: &self.owner,
+            epoch: owned.epoch,
+        }
+    }
+
     /// Commits what was acknowledged, then gives the lease back.
     async fn hand_back(&self, owned: &Arc<Owned>) {
         let committed = self.commit(owned).await;
@@ -554,7 +568,7 @@ impl Member {
         self.forget(owned);
         if let Err(err) = self
             .coordination
-            .release(&self.scope, owned.id, &self.owner, owned.epoch)
+            .release(&self.scope, self.lease(owned))
             .await
         {
             tracing::warn!(scope = ?self.scope, %err, "group lease release failed; it will expire");

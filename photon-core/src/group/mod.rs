@@ -38,7 +38,8 @@ mod reader;
 
 pub use assignment::{partition_of, sticky};
 pub use coordination::{
-    owner_name, GroupCoordination, GroupScope, LiveMember, Ownership, PartitionLease,
+    owner_name, Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, Ownership,
+    PartitionLease,
 };
 pub use identity::{default_member, nth_member, MEMBER_ENV};
 pub use layout::{current_view, Layout, MAX_PARTITIONS};

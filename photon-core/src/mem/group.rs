@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::error::{PhotonError, Result};
-use crate::group::{GroupCoordination, GroupScope, LiveMember, PartitionLease};
+use crate::group::{
+    Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
+};
 
 #[derive(Debug)]
 struct Lease {
@@ -46,20 +48,14 @@ fn live(lease: &Lease, now: Instant) -> bool {
 
 #[async_trait]
 impl GroupCoordination for MemCoordination {
-    async fn heartbeat(
-        &self,
-        scope: &GroupScope,
-        member: &str,
-        owner: &str,
-        partitions: u32,
-        ttl: Duration,
-    ) -> Result<Vec<LiveMember>> {
+    async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
         let now = Instant::now();
         let mut groups = self.lock();
         let state = groups.entry(scope.clone()).or_default();
-        state
-            .members
-            .insert(owner.to_owned(), (member.to_owned(), partitions, now + ttl));
+        state.members.insert(
+            beat.owner.to_owned(),
+            (beat.member.to_owned(), beat.partitions, now + beat.ttl),
+        );
         state.members.retain(|_, (_, _, expires)| *expires > now);
         let mut members: Vec<LiveMember> = state
             .members
@@ -103,20 +99,14 @@ impl GroupCoordination for MemCoordination {
         Ok(())
     }
 
-    async fn acquire(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
+    async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
         let now = Instant::now();
         let mut groups = self.lock();
         let lease = groups
             .entry(scope.clone())
             .or_default()
             .leases
-            .entry(partition)
+            .entry(claim.partition)
             .or_insert(Lease {
                 owner: String::new(),
                 epoch: 0,
@@ -126,47 +116,34 @@ impl GroupCoordination for MemCoordination {
         if live(lease, now) {
             return Ok(None);
         }
-        lease.owner = owner.to_owned();
+        lease.owner = claim.owner.to_owned();
         lease.epoch += 1;
-        lease.expires = now + ttl;
+        lease.expires = now + claim.ttl;
         Ok(Some(lease.epoch))
     }
 
-    async fn renew(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
         let now = Instant::now();
         let mut groups = self.lock();
         let Some(lease) = groups
             .get_mut(scope)
-            .and_then(|state| state.leases.get_mut(&partition))
+            .and_then(|state| state.leases.get_mut(&held.partition))
         else {
             return Ok(false);
         };
-        if !live(lease, now) || lease.owner != owner || lease.epoch != epoch {
+        if !live(lease, now) || lease.owner != held.owner || lease.epoch != held.epoch {
             return Ok(false);
         }
         lease.expires = now + ttl;
         Ok(true)
     }
 
-    async fn release(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-    ) -> Result<()> {
+    async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
         let mut groups = self.lock();
         if let Some(lease) = groups
             .get_mut(scope)
-            .and_then(|state| state.leases.get_mut(&partition))
-            .filter(|lease| lease.owner == owner && lease.epoch == epoch)
+            .and_then(|state| state.leases.get_mut(&held.partition))
+            .filter(|lease| lease.owner == held.owner && lease.epoch == held.epoch)
         {
             lease.owner.clear();
         }
@@ -181,21 +158,15 @@ impl GroupCoordination for MemCoordination {
             .and_then(|lease| lease.checkpoint))
     }
 
-    async fn commit(
-        &self,
-        scope: &GroupScope,
-        partition: u32,
-        owner: &str,
-        epoch: u64,
-        seq: i64,
-    ) -> Result<()> {
+    async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
         let now = Instant::now();
         let mut groups = self.lock();
         match groups
             .get_mut(scope)
-            .and_then(|state| state.leases.get_mut(&partition))
-            .filter(|lease| live(lease, now) && lease.owner == owner && lease.epoch == epoch)
-        {
+            .and_then(|state| state.leases.get_mut(&held.partition))
+            .filter(|lease| {
+                live(lease, now) && lease.owner == held.owner && lease.epoch == held.epoch
+            }) {
             Some(lease) => {
                 lease.checkpoint = Some(lease.checkpoint.map_or(seq, |c| c.max(seq)));
                 Ok(())
@@ -203,8 +174,8 @@ impl GroupCoordination for MemCoordination {
             None => Err(PhotonError::Fenced {
                 group: scope.group.clone(),
                 topic: scope.topic.clone(),
-                partition,
-                epoch,
+                partition: held.partition,
+                epoch: held.epoch,
             }),
         }
     }

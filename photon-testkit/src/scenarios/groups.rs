@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use photon_core::group::{partition_of, GroupOptions, GroupScope, DEFAULT_PARTITIONS};
+use photon_core::group::{
+    partition_of, Claim, GroupOptions, GroupScope, HeldLease, DEFAULT_PARTITIONS,
+};
 use photon_core::{DeliveryStream, GroupCoordination, GroupRequest, PhotonError, StartAt};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -354,11 +356,18 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         .expect("the member holds the partition's lease");
     assert!(held.live);
     other
-        .release(&scope, partition, &held.owner, held.epoch)
+        .release(&scope, lease(partition, &held.owner, held.epoch))
         .await
         .unwrap();
     let intruder_epoch = other
-        .acquire(&scope, partition, "intruder", Duration::from_secs(60))
+        .acquire(
+            &scope,
+            Claim {
+                partition,
+                owner: "intruder",
+                ttl: Duration::from_secs(60),
+            },
+        )
         .await
         .unwrap()
         .expect("a released lease can be taken");
@@ -376,7 +385,7 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         other => panic!("a late ack must be refused, got {other:?}"),
     }
     match other
-        .commit(&scope, partition, &held.owner, held.epoch, first.seq)
+        .commit(&scope, lease(partition, &held.owner, held.epoch), first.seq)
         .await
     {
         Err(PhotonError::Fenced { .. }) => {}
@@ -392,7 +401,11 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         .unwrap();
     assert_quiet(&mut member, Duration::from_millis(800)).await;
     other
-        .commit(&scope, partition, "intruder", intruder_epoch, first.seq)
+        .commit(
+            &scope,
+            lease(partition, "intruder", intruder_epoch),
+            first.seq,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -691,4 +704,12 @@ async fn change_partitions(ctx: &Context, from: u32, to: u32) {
         }
     }
     second.leave().await;
+}
+
+fn lease(partition: u32, owner: &str, epoch: u64) -> HeldLease<'_> {
+    HeldLease {
+        partition,
+        owner,
+        epoch,
+    }
 }
