@@ -6,10 +6,11 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{json_lines, ok, photon_on_sqlite as photon_cmd, stderr, stdout, with_stdin};
-use photon::{HandlerOptions, Photon, PhotonError};
+use common::{
+    dead_letter_on_sqlite, json_lines, ok, photon_on_sqlite as photon_cmd, stderr, stdout,
+    with_stdin,
+};
 use serde_json::{json, Value};
 
 struct Store {
@@ -17,6 +18,17 @@ struct Store {
     path: PathBuf,
 }
 
+/// The database file, for the helpers that take a path.
+impl std::ops::Deref for Store {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A fresh database path in a directory removed on drop (`let db = &store();` keeps it
+/// for the test).
 fn store() -> Store {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("photon.db");
@@ -61,8 +73,7 @@ fn the_in_process_backend_is_refused_with_a_hint() {
 
 #[test]
 fn publish_from_standard_input_then_replay_and_tail() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     let published = ok(run_with_input(
         db,
         &["publish", "orders", "--key-field", "customer", "-o", "json"],
@@ -112,8 +123,7 @@ fn publish_from_standard_input_then_replay_and_tail() {
 
 #[test]
 fn a_bad_line_stops_publishing_and_says_where() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     let output = run_with_input(
         db,
         &["publish", "orders"],
@@ -147,8 +157,7 @@ fn an_unknown_event_is_not_found_in_json() {
 
 #[test]
 fn lag_and_checkpoints() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..5);
     let before = json_lines(&ok(run(db, &["lag", "billing", "orders", "-o", "json"])));
     assert_eq!(
@@ -193,8 +202,7 @@ fn lag_and_checkpoints() {
 
 #[test]
 fn topics_are_listed_with_head_and_count() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
     ok(run(db, &["publish", "audit", "{}"]));
     let listed = json_lines(&ok(run(db, &["topics", "-o", "json"])));
@@ -217,36 +225,7 @@ fn dead_letters_are_listed_shown_and_replayed() {
     let store = store();
     let db = store.path.clone();
     publish_orders(&db, 0..4);
-    // A handler that refuses order 2 for good: one dead letter.
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let port = photon::sqlite::SqliteStoragePort::builder()
-            .path(&db)
-            .build()
-            .await
-            .unwrap();
-        let photon = Photon::builder().storage_port(port).build().unwrap();
-        let executor = photon
-            .executor()
-            .handler_with(
-                HandlerOptions::new("billing", "orders"),
-                |event: photon::Event| async move {
-                    if event.payload["n"] == json!(2) {
-                        return Err(PhotonError::handler_permanent("order 2 is refused"));
-                    }
-                    Ok(())
-                },
-            )
-            .start()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while photon.dead_letters("orders").await.unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "no dead letter stored");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        executor.shutdown().await.unwrap();
-        photon.shutdown().await.unwrap();
-    });
+    dead_letter_on_sqlite(&db, 2);
     let listed = json_lines(&ok(run(&db, &["dlq", "list", "orders", "-o", "json"])));
     assert_eq!(listed.len(), 1);
     let letter = &listed[0];
@@ -321,8 +300,7 @@ fn keygen_makes_a_ring_photon_accepts() {
 
 #[test]
 fn tail_follow_prints_new_events() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
     let mut child = photon_cmd(db, &["tail", "orders", "--last", "1", "--follow"])
         .stdout(Stdio::piped())
@@ -382,8 +360,7 @@ fn groups_show_as_json() {
 
 #[test]
 fn checkpoints_move_back_only_when_confirmed() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..6);
     let moved = json_lines(&ok(run(
         db,
@@ -493,8 +470,7 @@ fn a_move_back_is_asked_for_on_a_terminal() {
         println!("skipped: /usr/bin/script is missing (util-linux), so no terminal can be given");
         return;
     }
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
     ok(run(db, &["checkpoints", "billing", "orders", "--set", "3"]));
     let on_terminal = |answer: &str, seq: &str| {
@@ -506,7 +482,7 @@ fn a_move_back_is_asked_for_on_a_terminal() {
         command
             .args(["-qec", &line, "/dev/null"])
             .env("PHOTON_BACKEND", "sqlite")
-            .env("PHOTON_SQLITE_PATH", db)
+            .env("PHOTON_SQLITE_PATH", db.as_os_str())
             .env_remove("PHOTON_OUTPUT");
         with_stdin(command, answer)
     };
