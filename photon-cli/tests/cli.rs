@@ -114,11 +114,8 @@ fn publish_from_standard_input_then_replay_and_tail() {
         db,
         &["publish", "orders", "{\"n\": 3}", "--key", "c-1"],
     ));
-    assert!(
-        stdout(&text).starts_with("published seq 4 id "),
-        "{}",
-        stdout(&text)
-    );
+    let printed = stdout(&text);
+    assert!(printed.starts_with("published seq 4 id "), "{printed}");
 }
 
 #[test]
@@ -291,11 +288,8 @@ fn keygen_makes_a_ring_photon_accepts() {
     assert_eq!(json_lines(&read)[0]["payload"], json!({"s": 1}));
     let without_key = ok(run(&store.path, &["replay", "secrets"]));
     assert_eq!(stdout(&without_key), "");
-    assert!(
-        stderr(&without_key).contains("skipped"),
-        "{}",
-        stderr(&without_key)
-    );
+    let message = stderr(&without_key);
+    assert!(message.contains("skipped"), "{message}");
 }
 
 #[test]
@@ -408,10 +402,10 @@ fn checkpoints_move_back_only_when_confirmed() {
     );
     let beyond = run(db, &["checkpoints", "billing", "orders", "--set", "7"]);
     assert_eq!(beyond.status.code(), Some(6));
+    let message = stderr(&beyond);
     assert!(
-        stderr(&beyond).contains("--set 7: beyond the head of topic \"orders\" (6)"),
-        "{}",
-        stderr(&beyond)
+        message.contains("--set 7: beyond the head of topic \"orders\" (6)"),
+        "{message}"
     );
     let negative = run(db, &["checkpoints", "billing", "orders", "--set=-1"]);
     assert_eq!(negative.status.code(), Some(6));
@@ -439,10 +433,10 @@ fn checkpoints_move_back_only_when_confirmed() {
     // A reset removes the checkpoint, confirmed.
     let unconfirmed = run(db, &["checkpoints", "billing", "orders", "--reset"]);
     assert_eq!(unconfirmed.status.code(), Some(6));
+    let message = stderr(&unconfirmed);
     assert!(
-        stderr(&unconfirmed).contains("remove checkpoint billing on orders (at 4)"),
-        "{}",
-        stderr(&unconfirmed)
+        message.contains("remove checkpoint billing on orders (at 4)"),
+        "{message}"
     );
     assert_eq!(
         stdout(&ok(run(
@@ -500,9 +494,6 @@ fn a_move_back_is_asked_for_on_a_terminal() {
     );
     let accepted = on_terminal("y\n", "1");
     assert_eq!(accepted.status.code(), Some(0), "{}", stdout(&accepted));
-    assert!(
-        stdout(&accepted).contains("billing orders *: 1 (was 3)"),
-        "{}",
-        stdout(&accepted)
-    );
+    let printed = stdout(&accepted);
+    assert!(printed.contains("billing orders *: 1 (was 3)"), "{printed}");
 }
