@@ -39,6 +39,11 @@ fn run(db: &Path, args: &[&str]) -> Output {
     photon_cmd(db, args).output().unwrap()
 }
 
+/// `photon checkpoints ARGS` on `db`.
+fn checkpoints(db: &Path, args: &[&str]) -> Output {
+    run(db, &[&["checkpoints"], args].concat())
+}
+
 fn run_with_input(db: &Path, args: &[&str], input: &str) -> Output {
     with_stdin(photon_cmd(db, args), input)
 }
@@ -163,32 +168,16 @@ fn lag_and_checkpoints() {
             json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": null, "head": 5, "lag": 5})
         ]
     );
-    let set = json_lines(&ok(run(
+    let set = json_lines(&ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "billing",
-            "orders",
-            "--set",
-            "3",
-            "-o",
-            "json",
-        ],
+        &["billing", "orders", "--set", "3", "-o", "json"],
     )));
     assert_eq!(set[0]["checkpoint"], json!(3));
     let text = stdout(&ok(run(db, &["lag", "billing", "orders"])));
     assert_eq!(text, "billing on orders: checkpoint 3, head 5, lag 2\n");
-    ok(run(
+    ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "audit",
-            "orders",
-            "--key",
-            "c-1",
-            "--set",
-            "2",
-        ],
+        &["audit", "orders", "--key", "c-1", "--set", "2"],
     ));
     let all = stdout(&ok(run(db, &["lag"])));
     assert_eq!(
@@ -356,17 +345,9 @@ fn groups_show_as_json() {
 fn checkpoints_move_back_only_when_confirmed() {
     let db = &store();
     publish_orders(db, 0..6);
-    let moved = json_lines(&ok(run(
+    let moved = json_lines(&ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "billing",
-            "orders",
-            "--set",
-            "5",
-            "-o",
-            "json",
-        ],
+        &["billing", "orders", "--set", "5", "-o", "json"],
     )));
     assert_eq!(
         moved,
@@ -375,54 +356,43 @@ fn checkpoints_move_back_only_when_confirmed() {
         ]
     );
     // Back without --yes and without a terminal: refused, nothing moves.
-    let refused = run(db, &["checkpoints", "billing", "orders", "--set", "2"]);
+    let refused = checkpoints(db, &["billing", "orders", "--set", "2"]);
     assert_eq!(refused.status.code(), Some(6));
     assert_eq!(
         stderr(&refused),
         "error: invalid input: move checkpoint billing on orders back from 5 to 2: the events after 2 are delivered again; pass --yes to confirm\n"
     );
     assert_eq!(
-        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        stdout(&ok(checkpoints(db, &["billing", "orders"]))),
         "billing orders *: 5\n"
     );
     assert_eq!(
-        stdout(&ok(run(
+        stdout(&ok(checkpoints(
             db,
-            &["checkpoints", "billing", "orders", "--set", "2", "--yes"]
+            &["billing", "orders", "--set", "2", "--yes"]
         ))),
         "billing orders *: 2 (was 5)\n"
     );
     // Forward needs no confirmation; beyond the head and below 0 are refused.
     assert_eq!(
-        stdout(&ok(run(
-            db,
-            &["checkpoints", "billing", "orders", "--set", "4"]
-        ))),
+        stdout(&ok(checkpoints(db, &["billing", "orders", "--set", "4"]))),
         "billing orders *: 4 (was 2)\n"
     );
-    let beyond = run(db, &["checkpoints", "billing", "orders", "--set", "7"]);
+    let beyond = checkpoints(db, &["billing", "orders", "--set", "7"]);
     assert_eq!(beyond.status.code(), Some(6));
     let message = stderr(&beyond);
     assert!(
         message.contains("--set 7: beyond the head of topic \"orders\" (6)"),
         "{message}"
     );
-    let negative = run(db, &["checkpoints", "billing", "orders", "--set=-1"]);
+    let negative = checkpoints(db, &["billing", "orders", "--set=-1"]);
     assert_eq!(negative.status.code(), Some(6));
     // A keyed checkpoint moves on its own.
-    ok(run(
+    ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "audit",
-            "orders",
-            "--key",
-            "c-1",
-            "--set",
-            "5",
-        ],
+        &["audit", "orders", "--key", "c-1", "--set", "5"],
     ));
-    let listed = json_lines(&ok(run(db, &["checkpoints", "-o", "json"])));
+    let listed = json_lines(&ok(checkpoints(db, &["-o", "json"])));
     assert_eq!(
         listed,
         vec![
@@ -431,7 +401,7 @@ fn checkpoints_move_back_only_when_confirmed() {
         ]
     );
     // A reset removes the checkpoint, confirmed.
-    let unconfirmed = run(db, &["checkpoints", "billing", "orders", "--reset"]);
+    let unconfirmed = checkpoints(db, &["billing", "orders", "--reset"]);
     assert_eq!(unconfirmed.status.code(), Some(6));
     let message = stderr(&unconfirmed);
     assert!(
@@ -439,20 +409,14 @@ fn checkpoints_move_back_only_when_confirmed() {
         "{message}"
     );
     assert_eq!(
-        stdout(&ok(run(
+        stdout(&ok(checkpoints(
             db,
-            &["checkpoints", "billing", "orders", "--reset", "-y"]
+            &["billing", "orders", "--reset", "-y"]
         ))),
         "billing orders *: none (was 4)\n"
     );
-    assert_eq!(
-        stdout(&ok(run(db, &["checkpoints"]))),
-        "audit orders c-1: 5\n"
-    );
-    let both = run(
-        db,
-        &["checkpoints", "billing", "orders", "--reset", "--set", "1"],
-    );
+    assert_eq!(stdout(&ok(checkpoints(db, &[]))), "audit orders c-1: 5\n");
+    let both = checkpoints(db, &["billing", "orders", "--reset", "--set", "1"]);
     assert_eq!(both.status.code(), Some(2));
 }
 
@@ -466,7 +430,7 @@ fn a_move_back_is_asked_for_on_a_terminal() {
     }
     let db = &store();
     publish_orders(db, 0..3);
-    ok(run(db, &["checkpoints", "billing", "orders", "--set", "3"]));
+    ok(checkpoints(db, &["billing", "orders", "--set", "3"]));
     let on_terminal = |answer: &str, seq: &str| {
         let line = format!(
             "{} checkpoints billing orders --set {seq}",
@@ -489,7 +453,7 @@ fn a_move_back_is_asked_for_on_a_terminal() {
     );
     assert!(text.contains("not confirmed, nothing changed"), "{text:?}");
     assert_eq!(
-        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        stdout(&ok(checkpoints(db, &["billing", "orders"]))),
         "billing orders *: 3\n"
     );
     let accepted = on_terminal("y\n", "1");
