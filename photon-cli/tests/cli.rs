@@ -6,10 +6,11 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{json_lines, ok, photon_on_sqlite as photon_cmd, stderr, stdout, with_stdin};
-use photon::{HandlerOptions, Photon, PhotonError};
+use common::{
+    dead_letter_on_sqlite, json_lines, ok, photon_on_sqlite as photon_cmd, stderr, stdout,
+    with_stdin,
+};
 use serde_json::{json, Value};
 
 struct Store {
@@ -17,6 +18,17 @@ struct Store {
     path: PathBuf,
 }
 
+/// The database file, for the helpers that take a path.
+impl std::ops::Deref for Store {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A fresh database path in a directory removed on drop (`let db = &store();` keeps it
+/// for the test).
 fn store() -> Store {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("photon.db");
@@ -25,6 +37,11 @@ fn store() -> Store {
 
 fn run(db: &Path, args: &[&str]) -> Output {
     photon_cmd(db, args).output().unwrap()
+}
+
+/// `photon checkpoints ARGS` on `db`.
+fn checkpoints(db: &Path, args: &[&str]) -> Output {
+    run(db, &[&["checkpoints"], args].concat())
 }
 
 fn run_with_input(db: &Path, args: &[&str], input: &str) -> Output {
@@ -61,8 +78,7 @@ fn the_in_process_backend_is_refused_with_a_hint() {
 
 #[test]
 fn publish_from_standard_input_then_replay_and_tail() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     let published = ok(run_with_input(
         db,
         &["publish", "orders", "--key-field", "customer", "-o", "json"],
@@ -103,17 +119,13 @@ fn publish_from_standard_input_then_replay_and_tail() {
         db,
         &["publish", "orders", "{\"n\": 3}", "--key", "c-1"],
     ));
-    assert!(
-        stdout(&text).starts_with("published seq 4 id "),
-        "{}",
-        stdout(&text)
-    );
+    let printed = stdout(&text);
+    assert!(printed.starts_with("published seq 4 id "), "{printed}");
 }
 
 #[test]
 fn a_bad_line_stops_publishing_and_says_where() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     let output = run_with_input(
         db,
         &["publish", "orders"],
@@ -147,8 +159,7 @@ fn an_unknown_event_is_not_found_in_json() {
 
 #[test]
 fn lag_and_checkpoints() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..5);
     let before = json_lines(&ok(run(db, &["lag", "billing", "orders", "-o", "json"])));
     assert_eq!(
@@ -157,32 +168,16 @@ fn lag_and_checkpoints() {
             json!({"subscription": "billing", "topic": "orders", "key": null, "checkpoint": null, "head": 5, "lag": 5})
         ]
     );
-    let set = json_lines(&ok(run(
+    let set = json_lines(&ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "billing",
-            "orders",
-            "--set",
-            "3",
-            "-o",
-            "json",
-        ],
+        &["billing", "orders", "--set", "3", "-o", "json"],
     )));
     assert_eq!(set[0]["checkpoint"], json!(3));
     let text = stdout(&ok(run(db, &["lag", "billing", "orders"])));
     assert_eq!(text, "billing on orders: checkpoint 3, head 5, lag 2\n");
-    ok(run(
+    ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "audit",
-            "orders",
-            "--key",
-            "c-1",
-            "--set",
-            "2",
-        ],
+        &["audit", "orders", "--key", "c-1", "--set", "2"],
     ));
     let all = stdout(&ok(run(db, &["lag"])));
     assert_eq!(
@@ -193,8 +188,7 @@ fn lag_and_checkpoints() {
 
 #[test]
 fn topics_are_listed_with_head_and_count() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
     ok(run(db, &["publish", "audit", "{}"]));
     let listed = json_lines(&ok(run(db, &["topics", "-o", "json"])));
@@ -217,36 +211,7 @@ fn dead_letters_are_listed_shown_and_replayed() {
     let store = store();
     let db = store.path.clone();
     publish_orders(&db, 0..4);
-    // A handler that refuses order 2 for good: one dead letter.
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let port = photon::sqlite::SqliteStoragePort::builder()
-            .path(&db)
-            .build()
-            .await
-            .unwrap();
-        let photon = Photon::builder().storage_port(port).build().unwrap();
-        let executor = photon
-            .executor()
-            .handler_with(
-                HandlerOptions::new("billing", "orders"),
-                |event: photon::Event| async move {
-                    if event.payload["n"] == json!(2) {
-                        return Err(PhotonError::handler_permanent("order 2 is refused"));
-                    }
-                    Ok(())
-                },
-            )
-            .start()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while photon.dead_letters("orders").await.unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "no dead letter stored");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        executor.shutdown().await.unwrap();
-        photon.shutdown().await.unwrap();
-    });
+    dead_letter_on_sqlite(&db, 2);
     let listed = json_lines(&ok(run(&db, &["dlq", "list", "orders", "-o", "json"])));
     assert_eq!(listed.len(), 1);
     let letter = &listed[0];
@@ -312,17 +277,13 @@ fn keygen_makes_a_ring_photon_accepts() {
     assert_eq!(json_lines(&read)[0]["payload"], json!({"s": 1}));
     let without_key = ok(run(&store.path, &["replay", "secrets"]));
     assert_eq!(stdout(&without_key), "");
-    assert!(
-        stderr(&without_key).contains("skipped"),
-        "{}",
-        stderr(&without_key)
-    );
+    let message = stderr(&without_key);
+    assert!(message.contains("skipped"), "{message}");
 }
 
 #[test]
 fn tail_follow_prints_new_events() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
     let mut child = photon_cmd(db, &["tail", "orders", "--last", "1", "--follow"])
         .stdout(Stdio::piped())
@@ -382,20 +343,11 @@ fn groups_show_as_json() {
 
 #[test]
 fn checkpoints_move_back_only_when_confirmed() {
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..6);
-    let moved = json_lines(&ok(run(
+    let moved = json_lines(&ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "billing",
-            "orders",
-            "--set",
-            "5",
-            "-o",
-            "json",
-        ],
+        &["billing", "orders", "--set", "5", "-o", "json"],
     )));
     assert_eq!(
         moved,
@@ -404,54 +356,43 @@ fn checkpoints_move_back_only_when_confirmed() {
         ]
     );
     // Back without --yes and without a terminal: refused, nothing moves.
-    let refused = run(db, &["checkpoints", "billing", "orders", "--set", "2"]);
+    let refused = checkpoints(db, &["billing", "orders", "--set", "2"]);
     assert_eq!(refused.status.code(), Some(6));
     assert_eq!(
         stderr(&refused),
         "error: invalid input: move checkpoint billing on orders back from 5 to 2: the events after 2 are delivered again; pass --yes to confirm\n"
     );
     assert_eq!(
-        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        stdout(&ok(checkpoints(db, &["billing", "orders"]))),
         "billing orders *: 5\n"
     );
     assert_eq!(
-        stdout(&ok(run(
+        stdout(&ok(checkpoints(
             db,
-            &["checkpoints", "billing", "orders", "--set", "2", "--yes"]
+            &["billing", "orders", "--set", "2", "--yes"]
         ))),
         "billing orders *: 2 (was 5)\n"
     );
     // Forward needs no confirmation; beyond the head and below 0 are refused.
     assert_eq!(
-        stdout(&ok(run(
-            db,
-            &["checkpoints", "billing", "orders", "--set", "4"]
-        ))),
+        stdout(&ok(checkpoints(db, &["billing", "orders", "--set", "4"]))),
         "billing orders *: 4 (was 2)\n"
     );
-    let beyond = run(db, &["checkpoints", "billing", "orders", "--set", "7"]);
+    let beyond = checkpoints(db, &["billing", "orders", "--set", "7"]);
     assert_eq!(beyond.status.code(), Some(6));
+    let message = stderr(&beyond);
     assert!(
-        stderr(&beyond).contains("--set 7: beyond the head of topic \"orders\" (6)"),
-        "{}",
-        stderr(&beyond)
+        message.contains("--set 7: beyond the head of topic \"orders\" (6)"),
+        "{message}"
     );
-    let negative = run(db, &["checkpoints", "billing", "orders", "--set=-1"]);
+    let negative = checkpoints(db, &["billing", "orders", "--set=-1"]);
     assert_eq!(negative.status.code(), Some(6));
     // A keyed checkpoint moves on its own.
-    ok(run(
+    ok(checkpoints(
         db,
-        &[
-            "checkpoints",
-            "audit",
-            "orders",
-            "--key",
-            "c-1",
-            "--set",
-            "5",
-        ],
+        &["audit", "orders", "--key", "c-1", "--set", "5"],
     ));
-    let listed = json_lines(&ok(run(db, &["checkpoints", "-o", "json"])));
+    let listed = json_lines(&ok(checkpoints(db, &["-o", "json"])));
     assert_eq!(
         listed,
         vec![
@@ -460,28 +401,22 @@ fn checkpoints_move_back_only_when_confirmed() {
         ]
     );
     // A reset removes the checkpoint, confirmed.
-    let unconfirmed = run(db, &["checkpoints", "billing", "orders", "--reset"]);
+    let unconfirmed = checkpoints(db, &["billing", "orders", "--reset"]);
     assert_eq!(unconfirmed.status.code(), Some(6));
+    let message = stderr(&unconfirmed);
     assert!(
-        stderr(&unconfirmed).contains("remove checkpoint billing on orders (at 4)"),
-        "{}",
-        stderr(&unconfirmed)
+        message.contains("remove checkpoint billing on orders (at 4)"),
+        "{message}"
     );
     assert_eq!(
-        stdout(&ok(run(
+        stdout(&ok(checkpoints(
             db,
-            &["checkpoints", "billing", "orders", "--reset", "-y"]
+            &["billing", "orders", "--reset", "-y"]
         ))),
         "billing orders *: none (was 4)\n"
     );
-    assert_eq!(
-        stdout(&ok(run(db, &["checkpoints"]))),
-        "audit orders c-1: 5\n"
-    );
-    let both = run(
-        db,
-        &["checkpoints", "billing", "orders", "--reset", "--set", "1"],
-    );
+    assert_eq!(stdout(&ok(checkpoints(db, &[]))), "audit orders c-1: 5\n");
+    let both = checkpoints(db, &["billing", "orders", "--reset", "--set", "1"]);
     assert_eq!(both.status.code(), Some(2));
 }
 
@@ -493,10 +428,9 @@ fn a_move_back_is_asked_for_on_a_terminal() {
         println!("skipped: /usr/bin/script is missing (util-linux), so no terminal can be given");
         return;
     }
-    let store = store();
-    let db = &store.path;
+    let db = &store();
     publish_orders(db, 0..3);
-    ok(run(db, &["checkpoints", "billing", "orders", "--set", "3"]));
+    ok(checkpoints(db, &["billing", "orders", "--set", "3"]));
     let on_terminal = |answer: &str, seq: &str| {
         let line = format!(
             "{} checkpoints billing orders --set {seq}",
@@ -506,7 +440,7 @@ fn a_move_back_is_asked_for_on_a_terminal() {
         command
             .args(["-qec", &line, "/dev/null"])
             .env("PHOTON_BACKEND", "sqlite")
-            .env("PHOTON_SQLITE_PATH", db)
+            .env("PHOTON_SQLITE_PATH", db.as_os_str())
             .env_remove("PHOTON_OUTPUT");
         with_stdin(command, answer)
     };
@@ -519,14 +453,11 @@ fn a_move_back_is_asked_for_on_a_terminal() {
     );
     assert!(text.contains("not confirmed, nothing changed"), "{text:?}");
     assert_eq!(
-        stdout(&ok(run(db, &["checkpoints", "billing", "orders"]))),
+        stdout(&ok(checkpoints(db, &["billing", "orders"]))),
         "billing orders *: 3\n"
     );
     let accepted = on_terminal("y\n", "1");
     assert_eq!(accepted.status.code(), Some(0), "{}", stdout(&accepted));
-    assert!(
-        stdout(&accepted).contains("billing orders *: 1 (was 3)"),
-        "{}",
-        stdout(&accepted)
-    );
+    let printed = stdout(&accepted);
+    assert!(printed.contains("billing orders *: 1 (was 3)"), "{printed}");
 }

@@ -24,24 +24,54 @@ fn photon_cmd(prefix: &str, args: &[&str]) -> Command {
     command
 }
 
-#[test]
-fn topics_and_lag_on_nats() {
+/// A fresh stream prefix starting with `tag`, or `None` (after `skip_or_fail`) without a
+/// server.
+fn fresh_prefix(tag: &str) -> Option<String> {
     if std::net::TcpStream::connect("127.0.0.1:4222").is_err() {
         photon_testkit::skip_or_fail("nats", "no server at 127.0.0.1:4222");
-        return;
+        return None;
     }
-    let prefix = format!("cli{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
+    Some(format!(
+        "{tag}{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..20]
+    ))
+}
+
+/// Publishes three `orders` keyed `a`, `b`, `a`; returns their seqs.
+fn publish_three(prefix: &str) -> Vec<i64> {
     let published = json_lines(&ok(with_stdin(
         photon_cmd(
-            &prefix,
+            prefix,
             &["publish", "orders", "--key-field", "c", "-o", "json"],
         ),
         "{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n",
     )));
-    let seqs: Vec<i64> = published
+    published
         .iter()
         .map(|p| p["seq"].as_i64().unwrap())
-        .collect();
+        .collect()
+}
+
+/// Deletes every stream under `prefix`.
+fn delete_streams(prefix: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let port = photon::nats::NatsStoragePortBuilder::new()
+            .url("nats://127.0.0.1:4222")
+            .prefix(prefix)
+            .build()
+            .await
+            .unwrap();
+        port.delete_all_streams().await.unwrap();
+    });
+}
+
+#[test]
+fn topics_and_lag_on_nats() {
+    let Some(prefix) = fresh_prefix("cli") else {
+        return;
+    };
+    let seqs = publish_three(&prefix);
     assert_eq!(seqs.len(), 3);
     let topics = json_lines(&ok(photon_cmd(&prefix, &["topics", "-o", "json"])
         .output()
@@ -73,36 +103,15 @@ fn topics_and_lag_on_nats() {
             "lag": seqs[2] - seqs[0],
         })]
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let port = photon::nats::NatsStoragePortBuilder::new()
-            .url("nats://127.0.0.1:4222")
-            .prefix(&prefix)
-            .build()
-            .await
-            .unwrap();
-        port.delete_all_streams().await.unwrap();
-    });
+    delete_streams(&prefix);
 }
 
 #[test]
 fn serve_and_checkpoint_moves_on_nats() {
-    if std::net::TcpStream::connect("127.0.0.1:4222").is_err() {
-        photon_testkit::skip_or_fail("nats", "no server at 127.0.0.1:4222");
+    let Some(prefix) = fresh_prefix("srv") else {
         return;
-    }
-    let prefix = format!("srv{}", &uuid::Uuid::new_v4().simple().to_string()[..20]);
-    let published = json_lines(&ok(with_stdin(
-        photon_cmd(
-            &prefix,
-            &["publish", "orders", "--key-field", "c", "-o", "json"],
-        ),
-        "{\"c\": \"a\"}\n{\"c\": \"b\"}\n{\"c\": \"a\"}\n",
-    )));
-    let seqs: Vec<i64> = published
-        .iter()
-        .map(|p| p["seq"].as_i64().unwrap())
-        .collect();
+    };
+    let seqs = publish_three(&prefix);
     let (first, last) = (seqs[0], seqs[2]);
     let at = |seq: i64| seq.to_string();
     ok(photon_cmd(
@@ -202,14 +211,5 @@ fn serve_and_checkpoint_moves_on_nats() {
         String::from_utf8(reset.stdout).unwrap(),
         format!("billing orders *: none (was {first})\n")
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let port = photon::nats::NatsStoragePortBuilder::new()
-            .url("nats://127.0.0.1:4222")
-            .prefix(&prefix)
-            .build()
-            .await
-            .unwrap();
-        port.delete_all_streams().await.unwrap();
-    });
+    delete_streams(&prefix);
 }

@@ -262,12 +262,13 @@ fn key_tokens(args: &Args) -> TokenStream {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use quote::quote;
 
     use super::expand;
 
-    fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+    /// The error of expanding `#[subscribe(attr)]` on `item` (the transactional tests too).
+    pub(crate) fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
         crate::expansion_error(expand(attr, item))
     }
 

@@ -150,10 +150,7 @@ mod tests {
     use quote::quote;
 
     use crate::subscribe::expand;
-
-    fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
-        crate::expansion_error(expand(attr, item))
-    }
+    use crate::subscribe::tests::error;
 
     #[test]
     fn a_transactional_handler_is_a_plain_fn_of_a_transaction_and_an_input() {

@@ -181,16 +181,7 @@ async fn an_undecodable_record_is_dead_lettered_with_its_bytes_before_the_checkp
         let executor = photon
             .executor()
             .config(config())
-            .handler("billing", "orders", {
-                let seen = seen.clone();
-                move |event: Event| {
-                    let seen = seen.clone();
-                    async move {
-                        seen.record(&event);
-                        Ok::<(), PhotonError>(())
-                    }
-                }
-            })
+            .handler("billing", "orders", seen.handler())
             .start()
             .unwrap();
         let sorted = || {

@@ -4,11 +4,14 @@
 //! it lost instead of starting them), and an attempt that hangs is cancelled after
 //! `max_handler_time` and retried.
 
+mod executor_support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use executor_support::{first_handler_outcomes, publish_one_and_settle};
 use photon_core::mem::MemStoragePort;
 use photon_core::{Event, PhotonError};
 use photon_runtime::{current_ownership, HandlerOptions, Photon};
@@ -165,20 +168,12 @@ async fn an_attempt_past_max_handler_time_is_cancelled_and_retried() {
         )
         .start()
         .unwrap();
-    photon
-        .publish("orders", Some("o-1"), json!(null), json!({"n": 1}))
-        .await
-        .unwrap();
-    executor.wait_idle().await.unwrap();
+    publish_one_and_settle(&photon, &executor, Some("o-1")).await;
     assert_eq!(
         calls.load(Ordering::SeqCst),
         2,
         "one cancelled attempt, one retry"
     );
-    let handler = &photon.admin_snapshot().await.unwrap().handlers[0];
-    assert_eq!(
-        (handler.handled, handler.retries, handler.dead_lettered),
-        (1, 1, 0)
-    );
+    assert_eq!(first_handler_outcomes(&photon).await, (1, 1, 0));
     executor.shutdown().await.unwrap();
 }

@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use executor_support::{eventually, publish_round_robin, Seen};
-use photon_core::mem::MemStoragePort;
-use photon_runtime::{Event, ExecutorConfig, Photon, PhotonError};
+use executor_support::{eventually, mem_photon_with_orders, Seen};
+use photon_runtime::{Event, ExecutorConfig, PhotonError};
 use tokio::sync::Barrier;
 
 const EVENTS: usize = 10_000;
@@ -27,12 +26,7 @@ struct Concurrency {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_events_keep_per_key_order_with_16_way_parallelism() {
-    let port = MemStoragePort::new();
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .build()
-        .unwrap();
-    let published = publish_round_robin(&photon, "orders", EVENTS, KEYS).await;
+    let (photon, published) = mem_photon_with_orders(EVENTS, KEYS).await;
 
     let seen = Seen::default();
     let concurrency = Arc::new(Concurrency::default());
@@ -101,12 +95,7 @@ async fn ten_thousand_events_keep_per_key_order_with_16_way_parallelism() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_filtered_handler_resumes_from_its_own_checkpoint() {
-    let port = MemStoragePort::new();
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .build()
-        .unwrap();
-    let published = publish_round_robin(&photon, "orders", 30, 3).await;
+    let (photon, published) = mem_photon_with_orders(30, 3).await;
     photon
         .set_checkpoint("vip", "orders", Some("k1"), published["k1"][4])
         .await
@@ -117,13 +106,7 @@ async fn a_key_filtered_handler_resumes_from_its_own_checkpoint() {
         .executor()
         .handler_with(
             photon_runtime::HandlerOptions::new("vip", "orders").key("k1"),
-            {
-                let seen = seen.clone();
-                move |event: Event| {
-                    seen.record(&event);
-                    async {}
-                }
-            },
+            seen.handler(),
         )
         .start()
         .unwrap();

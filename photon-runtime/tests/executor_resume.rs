@@ -61,6 +61,27 @@ fn start(photon: &Photon, seen: &Seen, crash: Option<HookedPort>, stop_after: us
         .unwrap()
 }
 
+/// The second run: a new Photon on `memory` (with `flush`, when given), the checkpoint the
+/// first run left committed, and the recording handler started on it into `seen`.
+async fn resume(
+    memory: &MemStoragePort,
+    flush: Option<FlushPolicy>,
+    seen: &Seen,
+) -> (Photon, i64, Executor) {
+    let mut builder = Photon::builder().storage_port(memory.clone());
+    if let Some(flush) = flush {
+        builder = builder.flush_policy(flush);
+    }
+    let photon = builder.build().unwrap();
+    let committed = photon
+        .checkpoint("billing", "orders", None)
+        .await
+        .unwrap()
+        .unwrap();
+    let executor = start(&photon, seen, None, 0);
+    (photon, committed, executor)
+}
+
 fn check_resume(first: &Seen, second: &Seen, committed: i64) -> usize {
     let first_seqs: BTreeSet<i64> = first.seqs().into_iter().collect();
     let second_seqs = second.seqs();
@@ -107,18 +128,8 @@ async fn a_crash_half_way_redelivers_at_most_one_flush_window_plus_in_flight() {
     drop(first_photon);
     tokio::time::sleep(Duration::from_millis(400)).await;
 
-    let second_photon = Photon::builder()
-        .storage_port(memory.clone())
-        .flush_policy(flush_policy())
-        .build()
-        .unwrap();
-    let committed = second_photon
-        .checkpoint("billing", "orders", None)
-        .await
-        .unwrap()
-        .unwrap();
     let second = Seen::default();
-    let executor = start(&second_photon, &second, None, 0);
+    let (second_photon, committed, executor) = resume(&memory, Some(flush_policy()), &second).await;
     let expected = EVENTS - committed as usize;
     assert!(eventually(Duration::from_secs(30), || second.len() >= expected).await);
     executor.shutdown().await.unwrap();
@@ -159,17 +170,8 @@ async fn a_graceful_shutdown_half_way_commits_everything_finished_in_order() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(first.len(), stopped_at, "nothing runs after shutdown");
 
-    let second_photon = Photon::builder()
-        .storage_port(memory.clone())
-        .build()
-        .unwrap();
-    let committed = second_photon
-        .checkpoint("billing", "orders", None)
-        .await
-        .unwrap()
-        .unwrap();
     let second = Seen::default();
-    let executor = start(&second_photon, &second, None, 0);
+    let (second_photon, committed, executor) = resume(&memory, None, &second).await;
     assert!(
         eventually(Duration::from_secs(30), || second.len()
             >= EVENTS - committed as usize)

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use executor_support::{eventually, publish_round_robin, Seen};
+use executor_support::{eventually, mem_photon_with_orders, publish_round_robin, Seen};
 use photon_core::mem::MemStoragePort;
 use photon_core::{CheckpointKey, StoragePort};
 use photon_runtime::{Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
@@ -101,12 +101,7 @@ async fn a_flaky_event_is_retried_and_holds_the_checkpoint_back_meanwhile() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn failing_events_land_in_the_dead_letter_topic_once_and_can_be_replayed() {
-    let port = MemStoragePort::new();
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .build()
-        .unwrap();
-    let published = publish_round_robin(&photon, "orders", EVENTS, KEYS).await;
+    let (photon, published) = mem_photon_with_orders(EVENTS, KEYS).await;
     const ALWAYS_FAILS: i64 = 77; // retryable, exhausts 3 attempts
     const PERMANENT: i64 = 120; // not retryable: 1 attempt
     const PANICS: i64 = 150; // a panic: 1 attempt
@@ -284,16 +279,7 @@ async fn events_that_cannot_be_opened_are_dead_lettered_in_order_and_replay_once
     let executor = current
         .executor()
         .config(config(3))
-        .handler("ledger", "payments", {
-            let seen = seen.clone();
-            move |event: Event| {
-                let seen = seen.clone();
-                async move {
-                    seen.record(&event);
-                    Ok::<(), PhotonError>(())
-                }
-            }
-        })
+        .handler("ledger", "payments", seen.handler())
         .start()
         .unwrap();
     let reached = eventually(Duration::from_secs(10), || {

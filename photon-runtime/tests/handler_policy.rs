@@ -2,26 +2,18 @@
 //! executor's, a per-attempt time limit that ends in a dead letter, a concurrency cap per
 //! handler, and tower middleware around each attempt.
 
+mod executor_support;
+
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use executor_support::{first_handler_outcomes, publish_one_and_settle, retrying_at_once};
 use photon_runtime::executor::{HandlerRequest, HandlerService};
 use photon_runtime::{Event, ExecutorConfig, HandlerOptions, Photon, PhotonError, RetryPolicy};
 use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use tower::ServiceExt;
-
-/// Retries without waiting, five attempts by default.
-fn config() -> ExecutorConfig {
-    ExecutorConfig::builder()
-        .max_attempts(5)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1))
-        .jitter(0.0)
-        .build()
-        .unwrap()
-}
 
 fn fast_retries(attempts: u32) -> RetryPolicy {
     RetryPolicy::default()
@@ -48,7 +40,7 @@ async fn a_handlers_retry_policy_overrides_the_executors() {
     let (own, default) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let executor = photon
         .executor()
-        .config(config())
+        .config(retrying_at_once(5))
         .handler_with(
             HandlerOptions::new("impatient", "orders").retry(fast_retries(2)),
             failing(&own),
@@ -56,11 +48,7 @@ async fn a_handlers_retry_policy_overrides_the_executors() {
         .handler("patient", "orders", failing(&default))
         .start()
         .unwrap();
-    photon
-        .publish("orders", Some("o-1"), json!(null), json!({"n": 1}))
-        .await
-        .unwrap();
-    executor.wait_idle().await.unwrap();
+    publish_one_and_settle(&photon, &executor, Some("o-1")).await;
     assert_eq!(own.load(Ordering::SeqCst), 2, "its own policy: 2 attempts");
     assert_eq!(
         default.load(Ordering::SeqCst),
@@ -86,26 +74,18 @@ async fn a_handlers_retry_policy_overrides_the_executors() {
 async fn a_hung_attempt_times_out_is_retried_then_dead_lettered() {
     let photon = Photon::builder().build().unwrap();
     let calls = Arc::new(AtomicU32::new(0));
-    let counter = calls.clone();
     let executor = photon
         .executor()
-        .config(config())
+        .config(retrying_at_once(5))
         .handler_with(
             HandlerOptions::new("stuck", "orders")
                 .max_handler_time(Duration::from_millis(50))
                 .retry(fast_retries(3)),
-            move |_event: Event| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                std::future::pending::<()>()
-            },
+            hanging(&calls),
         )
         .start()
         .unwrap();
-    photon
-        .publish("orders", Some("o-1"), json!(null), json!({"n": 1}))
-        .await
-        .unwrap();
-    executor.wait_idle().await.unwrap();
+    publish_one_and_settle(&photon, &executor, Some("o-1")).await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     let letters = photon.dead_letters("orders").await.unwrap();
     assert_eq!(letters.len(), 1);
@@ -116,12 +96,19 @@ async fn a_hung_attempt_times_out_is_retried_then_dead_lettered() {
         letters[0].error
     );
     assert!(letters[0].error.contains("50ms"), "{}", letters[0].error);
-    let handler = &photon.admin_snapshot().await.unwrap().handlers[0];
-    assert_eq!(
-        (handler.handled, handler.retries, handler.dead_lettered),
-        (0, 2, 1)
-    );
+    assert_eq!(first_handler_outcomes(&photon).await, (0, 2, 1));
     executor.shutdown().await.unwrap();
+}
+
+/// A handler that counts its calls and never finishes.
+fn hanging(
+    calls: &Arc<AtomicU32>,
+) -> impl Fn(Event) -> std::future::Pending<()> + Send + Sync + 'static {
+    let calls = calls.clone();
+    move |_event: Event| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<()>()
+    }
 }
 
 /// How many attempts run at once, and the most seen.
@@ -223,7 +210,7 @@ async fn a_tower_layer_sees_every_attempt_retries_included() {
     let handler_calls = calls.clone();
     let executor = photon
         .executor()
-        .config(config())
+        .config(retrying_at_once(5))
         .handler_layered(
             HandlerOptions::new("flaky", "orders"),
             layers,
@@ -248,11 +235,7 @@ async fn a_tower_layer_sees_every_attempt_retries_included() {
     executor.wait_idle().await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 6, "three attempts per event");
     assert_eq!(seen.load(Ordering::SeqCst), 6, "the layer saw each attempt");
-    let handler = &photon.admin_snapshot().await.unwrap().handlers[0];
-    assert_eq!(
-        (handler.handled, handler.retries, handler.dead_lettered),
-        (2, 4, 0)
-    );
+    assert_eq!(first_handler_outcomes(&photon).await, (2, 4, 0));
     executor.shutdown().await.unwrap();
 }
 
@@ -260,25 +243,17 @@ async fn a_tower_layer_sees_every_attempt_retries_included() {
 async fn a_tower_timeout_bounds_one_attempt_and_its_error_is_retried() {
     let photon = Photon::builder().build().unwrap();
     let calls = Arc::new(AtomicU32::new(0));
-    let counter = calls.clone();
     let executor = photon
         .executor()
-        .config(config())
+        .config(retrying_at_once(5))
         .handler_layered(
             HandlerOptions::new("slow", "orders").retry(fast_retries(2)),
             tower::timeout::TimeoutLayer::new(Duration::from_millis(20)),
-            move |_event: Event| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                std::future::pending::<()>()
-            },
+            hanging(&calls),
         )
         .start()
         .unwrap();
-    photon
-        .publish("orders", None, json!(null), json!({}))
-        .await
-        .unwrap();
-    executor.wait_idle().await.unwrap();
+    publish_one_and_settle(&photon, &executor, None).await;
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     let letters = photon.dead_letters("orders").await.unwrap();
     assert_eq!(letters.len(), 1);
@@ -297,7 +272,7 @@ async fn a_middlewares_permanent_error_is_dead_lettered_at_once() {
     });
     let executor = photon
         .executor()
-        .config(config())
+        .config(retrying_at_once(5))
         .handler_layered(
             HandlerOptions::new("guarded", "orders"),
             refuse,
@@ -308,11 +283,7 @@ async fn a_middlewares_permanent_error_is_dead_lettered_at_once() {
         )
         .start()
         .unwrap();
-    photon
-        .publish("orders", None, json!(null), json!({}))
-        .await
-        .unwrap();
-    executor.wait_idle().await.unwrap();
+    publish_one_and_settle(&photon, &executor, None).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let letters = photon.dead_letters("orders").await.unwrap();
     assert_eq!(

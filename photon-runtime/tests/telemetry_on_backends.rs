@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_support::Seen;
+use executor_support::{retrying_at_once, Seen};
 use metrics_util::debugging::DebugValue;
 use photon_backend_fluvio::FluvioStoragePort;
 use photon_backend_nats::NatsStoragePort;
@@ -24,7 +24,7 @@ use photon_backend_sqlite::SqliteStoragePort;
 use photon_core::mem::MemStoragePort;
 use photon_core::metrics as names;
 use photon_core::{StoragePort, TransportCrypto};
-use photon_runtime::{Appended, Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
+use photon_runtime::{Appended, Event, FlushPolicy, Photon, PhotonError};
 use recording::{recorded, series, Recording, SeenSpan};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
@@ -58,16 +58,9 @@ async fn run_executor(port: impl StoragePort, recording: &Recording) -> Run {
     }
     let seen = Seen::default();
     let second_attempts = Arc::new(AtomicU32::new(0));
-    let config = ExecutorConfig::builder()
-        .max_attempts(3)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1))
-        .jitter(0.0)
-        .build()
-        .unwrap();
     let executor = photon
         .executor()
-        .config(config)
+        .config(retrying_at_once(3))
         .handler("billing", "orders", {
             let (seen, second_attempts) = (seen.clone(), second_attempts.clone());
             move |event: Event| {

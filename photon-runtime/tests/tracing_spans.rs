@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_support::eventually;
+use executor_support::{eventually, retrying_at_once};
 use futures::StreamExt;
-use photon_runtime::{Event, ExecutorConfig, FlushPolicy, Photon, PhotonError};
+use photon_runtime::{Event, FlushPolicy, Photon, PhotonError, RetryPolicy};
 use recording::{fields, span, Recording, SeenEvent};
 use serde_json::json;
 use tracing::Level;
@@ -32,15 +32,9 @@ async fn a_publish_its_delivery_and_two_handler_attempts_are_spans_with_their_fi
         .await
         .unwrap();
     let attempts = Arc::new(AtomicU32::new(0));
-    let config = ExecutorConfig::builder()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1))
-        .jitter(0.0)
-        .build()
-        .unwrap();
     let executor = photon
         .executor()
-        .config(config)
+        .config(retrying_at_once(RetryPolicy::default().max_attempts))
         .handler("billing", "orders", {
             let attempts = attempts.clone();
             move |_event: Event| {

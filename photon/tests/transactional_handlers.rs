@@ -2,20 +2,14 @@
 //! of the SQLite transaction and a typed event, started by `Photon::start_executor`, its
 //! row and the checkpoint advance committed together.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{books_each_payment_once, Payment};
 use photon::prelude::*;
 use photon::sqlite::rusqlite::Connection;
 use photon::sqlite::{sqlite_error, SqliteStoragePort, SqliteTransaction};
-use serde::{Deserialize, Serialize};
-
-#[topic(name = "payments", keyed_by = "payment_id")]
-#[derive(Serialize, Deserialize)]
-struct Payment {
-    payment_id: String,
-    cents: i64,
-}
-
 #[subscribe(durable = "ledger", transactional)]
 fn book(tx: &SqliteTransaction<'_>, payment: Payment) -> Result<(), PhotonError> {
     if payment.cents < 0 {
@@ -58,48 +52,7 @@ async fn a_declared_transactional_handler_books_each_payment_once() {
     })
     .await
     .unwrap();
-    let photon = Photon::builder()
-        .storage_port(port)
-        .transport_crypto(photon::TransportCrypto::plaintext())
-        .build()
-        .unwrap();
-    for (id, cents) in [("p-1", 100), ("p-2", -5), ("p-3", 300)] {
-        Payment {
-            payment_id: id.into(),
-            cents,
-        }
-        .publish_on(&photon)
-        .await
-        .unwrap();
-    }
-    let executor = photon.start_executor().unwrap();
-    executor.wait_idle().await.unwrap();
-    assert_eq!(
-        ledger(&db),
-        vec![("p-1".to_owned(), 100), ("p-3".to_owned(), 300)]
-    );
-    let letters = photon.dead_letters("payments").await.unwrap();
-    assert_eq!(letters.len(), 1);
-    assert_eq!(letters[0].original.key.as_deref(), Some("p-2"));
-    assert_eq!(
-        photon.checkpoint("ledger", "payments", None).await.unwrap(),
-        Some(3)
-    );
-    executor.shutdown().await.unwrap();
-
-    // Started again on the same file: everything is covered, nothing is booked twice.
-    let executor = photon.start_executor().unwrap();
-    Payment {
-        payment_id: "p-4".into(),
-        cents: 400,
-    }
-    .publish_on(&photon)
-    .await
-    .unwrap();
-    executor.wait_idle().await.unwrap();
-    assert_eq!(ledger(&db).len(), 3);
-    assert_eq!(ledger(&db)[2], ("p-4".to_owned(), 400));
-    executor.shutdown().await.unwrap();
+    books_each_payment_once(port, || std::future::ready(ledger(&db))).await;
 }
 
 #[tokio::test]

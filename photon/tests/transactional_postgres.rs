@@ -4,20 +4,14 @@
 //! letter stored with the advance past its event. Runs in a fresh schema of the server of
 //! `PHOTON_POSTGRES_URL` (default: the local `test` database), dropped after.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{books_each_payment_once, Payment};
 use photon::postgres::tokio_postgres::{self, Client, NoTls};
 use photon::postgres::{PostgresStoragePort, PostgresTransaction};
 use photon::prelude::*;
-use serde::{Deserialize, Serialize};
-
-#[topic(name = "payments", keyed_by = "payment_id")]
-#[derive(Serialize, Deserialize)]
-struct Payment {
-    payment_id: String,
-    cents: i64,
-}
-
 // The port's connections use its schema as their search path.
 #[subscribe(durable = "ledger", transactional)]
 async fn book(tx: &PostgresTransaction<'_>, payment: Payment) -> Result<(), PhotonError> {
@@ -115,52 +109,5 @@ async fn a_declared_async_transactional_handler_books_each_payment_once() {
         ))
         .await
         .unwrap();
-    let photon = Photon::builder()
-        .storage_port(port)
-        .transport_crypto(photon::TransportCrypto::plaintext())
-        .build()
-        .unwrap();
-    for (id, cents) in [("p-1", 100), ("p-2", -5), ("p-3", 300)] {
-        Payment {
-            payment_id: id.into(),
-            cents,
-        }
-        .publish_on(&photon)
-        .await
-        .unwrap();
-    }
-    let executor = photon.start_executor().unwrap();
-    executor.wait_idle().await.unwrap();
-    assert_eq!(
-        ledger(&client, &schema.0).await,
-        vec![("p-1".to_owned(), 100), ("p-3".to_owned(), 300)]
-    );
-    let letters = photon.dead_letters("payments").await.unwrap();
-    assert_eq!(letters.len(), 1);
-    assert_eq!(letters[0].original.key.as_deref(), Some("p-2"));
-    assert_eq!(
-        photon.checkpoint("ledger", "payments", None).await.unwrap(),
-        Some(3)
-    );
-    executor.shutdown().await.unwrap();
-
-    // Started again on the same schema: everything is covered, nothing is booked twice.
-    let executor = photon.start_executor().unwrap();
-    Payment {
-        payment_id: "p-4".into(),
-        cents: 400,
-    }
-    .publish_on(&photon)
-    .await
-    .unwrap();
-    executor.wait_idle().await.unwrap();
-    assert_eq!(
-        ledger(&client, &schema.0).await,
-        vec![
-            ("p-1".to_owned(), 100),
-            ("p-3".to_owned(), 300),
-            ("p-4".to_owned(), 400)
-        ]
-    );
-    executor.shutdown().await.unwrap();
+    books_each_payment_once(port, || ledger(&client, &schema.0)).await;
 }

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::axis::PointsAxis;
-use super::{short_number, DrawResult, ADAPTER_COLORS, FONT, WIDTH};
+use super::{draw_legend, short_number, DrawResult, ADAPTER_COLORS, FONT, WIDTH};
 use crate::report::{Report, ThroughputRow};
 
 /// Height of the chart.
@@ -73,13 +73,7 @@ pub(super) fn draw(report: &Report) -> DrawResult<Option<String>> {
             of_adapter.sort_by_key(|(members, _)| *members);
             draw_adapter(&mut chart, adapter, color, &of_adapter, most)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
     Ok(Some(svg))

@@ -7,7 +7,10 @@
 use plotters::prelude::*;
 
 use super::axis::PointsAxis;
-use super::{adapters_in_order, per_adapter_panels, DrawResult, FONT, PHOTON, PHOTON_SEALED, RAW};
+use super::{
+    adapters_in_order, draw_legend, per_adapter_panels, DrawResult, FONT, PHOTON, PHOTON_SEALED,
+    RAW,
+};
 use crate::latency::LatencyFigure;
 use crate::report::{LatencyRow, Report};
 
@@ -134,13 +137,7 @@ where
             .label(format!("{title} ({} samples)", figure.samples))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 12))
-        .draw()?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     Ok(())
 }
 

@@ -44,6 +44,28 @@ const FONT: &str = "sans-serif";
 /// plotters' own refusal, such as an empty range).
 type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// Draws the legend of `chart`'s labelled series at `position`, on a translucent white
+/// box, as every chart does.
+fn draw_legend<'a, DB, CT>(
+    chart: &mut plotters::chart::ChartContext<'a, DB, CT>,
+    position: plotters::chart::SeriesLabelPosition,
+) -> DrawResult
+where
+    DB: plotters::prelude::DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate,
+{
+    use plotters::style::{Color, BLACK, WHITE};
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 12))
+        .draw()?;
+    Ok(())
+}
+
 /// Height of one adapter's panel in the per-adapter charts.
 const PANEL_HEIGHT: u32 = 320;
 

@@ -7,7 +7,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axis::PointsAxis;
 use super::{
-    adapters_in_order, baseline_color, per_adapter_panels, short_number, DrawResult, FONT, PHOTON,
+    adapters_in_order, baseline_color, draw_legend, per_adapter_panels, short_number, DrawResult,
+    FONT, PHOTON,
 };
 use crate::report::{BaselineKind, Report, ThroughputRow};
 
@@ -132,13 +133,7 @@ where
                 .pos(Pos::new(HPos::Center, VPos::Bottom)),
         )))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 12))
-        .draw()?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 

@@ -162,14 +162,7 @@ impl RawClient for RawSide {
     async fn publish_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let producer = self.producer(&format!("publish{round}")).await?;
         // One record before the timed window, as the Photon side's warm-up publish.
-        let value = serde_json::to_vec(&options.payload(0)).map_err(|e| raw_error("encode", e))?;
-        producer
-            .send(RecordKey::from("warm-up"), value)
-            .await
-            .map_err(|e| raw_error("send", e))?
-            .wait()
-            .await
-            .map_err(|e| raw_error("ack", e))?;
+        Self::warm_up(&producer, options).await?;
         let started = Instant::now();
         Self::publish_all(&producer, options).await?;
         Ok(per_second(options.events, started.elapsed()))
@@ -224,14 +217,7 @@ impl RawSide {
     ) -> Result<f64> {
         let measurement = format!("live{round}");
         let producer = self.producer(&measurement).await?;
-        let value = serde_json::to_vec(&options.payload(0)).map_err(|e| raw_error("encode", e))?;
-        producer
-            .send(RecordKey::from("warm-up"), value)
-            .await
-            .map_err(|e| raw_error("send", e))?
-            .wait()
-            .await
-            .map_err(|e| raw_error("ack", e))?;
+        Self::warm_up(&producer, options).await?;
         // From the warm-up record on, so that the consumer is reading before the window.
         let mut stream = self.consumer(&measurement, Offset::beginning()).await?;
         next_value(&mut stream).await?;
@@ -284,6 +270,19 @@ impl RawSide {
                 Err(err) => return Err(raw_error("producer", err)),
             }
         }
+    }
+
+    /// Sends one acknowledged record, keyed `warm-up`, before a timed window.
+    async fn warm_up(producer: &TopicProducerPool, options: &BenchOptions) -> Result<()> {
+        let value = serde_json::to_vec(&options.payload(0)).map_err(|e| raw_error("encode", e))?;
+        producer
+            .send(RecordKey::from("warm-up"), value)
+            .await
+            .map_err(|e| raw_error("send", e))?
+            .wait()
+            .await
+            .map_err(|e| raw_error("ack", e))?;
+        Ok(())
     }
 
     async fn publish_all(producer: &TopicProducerPool, options: &BenchOptions) -> Result<()> {

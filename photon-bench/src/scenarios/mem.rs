@@ -34,11 +34,11 @@ struct RawChannel;
 
 impl RawClient for RawChannel {
     async fn publish_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
-        raw_publish(options).await
+        raw_publish(options, raw_events).await
     }
 
     async fn end_to_end_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
-        raw_end_to_end(options).await
+        raw_end_to_end(options, 1024, raw_events, |_| 1).await
     }
 
     async fn latency(&self, options: &BenchOptions, round: usize) -> Result<Latencies> {
@@ -50,11 +50,11 @@ impl RawClient for RawChannel {
     }
 
     async fn publish_batch_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
-        raw_publish_batches(options).await
+        raw_publish(options, raw_batches).await
     }
 
     async fn end_to_end_batch_rate(&self, options: &BenchOptions, _round: usize) -> Result<f64> {
-        raw_end_to_end_batches(options).await
+        raw_end_to_end(options, 1024 / BATCH_EVENTS, raw_batches, Vec::len).await
     }
 }
 
@@ -62,17 +62,25 @@ fn task_error(err: tokio::task::JoinError) -> PhotonError {
     PhotonError::InvalidInput(format!("raw publisher task: {err}"))
 }
 
-/// Publishers send into an unbounded channel that keeps everything, as the mem port does.
-async fn raw_publish(options: &BenchOptions) -> Result<f64> {
-    let (sender, receiver) = mpsc::unbounded_channel::<(String, Value)>();
+/// Publishers send into an unbounded channel that keeps everything, as the mem port does:
+/// each its `messages` (its events, one by one or in batches).
+async fn raw_publish<M, I>(
+    options: &BenchOptions,
+    messages: fn(BenchOptions, usize) -> I,
+) -> Result<f64>
+where
+    M: Send + 'static,
+    I: Iterator<Item = M> + Send + 'static,
+{
+    let (sender, receiver) = mpsc::unbounded_channel::<M>();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for publisher in 0..options.publishers {
         let sender = sender.clone();
         let options = *options;
         tasks.push(tokio::spawn(async move {
-            for i in 0..options.share(publisher) {
-                let _ = sender.send((format!("k{}", (publisher + i) % 64), options.payload(i)));
+            for message in messages(options, publisher) {
+                let _ = sender.send(message);
                 tokio::task::consume_budget().await;
             }
         }));
@@ -85,41 +93,26 @@ async fn raw_publish(options: &BenchOptions) -> Result<f64> {
     Ok(per_second(options.events, elapsed))
 }
 
-/// Publishers send batches of [`BATCH_EVENTS`] events, one channel message per batch.
-async fn raw_publish_batches(options: &BenchOptions) -> Result<f64> {
-    let (sender, receiver) = mpsc::unbounded_channel::<Vec<(String, Value)>>();
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for publisher in 0..options.publishers {
-        let sender = sender.clone();
-        let options = *options;
-        tasks.push(tokio::spawn(async move {
-            let share = options.share(publisher);
-            for start in (0..share).step_by(BATCH_EVENTS) {
-                let batch = raw_batch(&options, publisher, start);
-                let _ = sender.send(batch);
-                tokio::task::consume_budget().await;
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.map_err(task_error)?;
-    }
-    let elapsed = started.elapsed();
-    drop(receiver);
-    Ok(per_second(options.events, elapsed))
-}
-
-async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
-    let (sender, mut receiver) = mpsc::channel::<(String, Value)>(1024);
+/// Publishers send their `messages` into a channel of `capacity` messages that one
+/// consumer drains, counting `events_in` each, until every event has arrived.
+async fn raw_end_to_end<M, I>(
+    options: &BenchOptions,
+    capacity: usize,
+    messages: fn(BenchOptions, usize) -> I,
+    events_in: fn(&M) -> usize,
+) -> Result<f64>
+where
+    M: Send + 'static,
+    I: Iterator<Item = M> + Send + 'static,
+{
+    let (sender, mut receiver) = mpsc::channel::<M>(capacity);
     let started = Instant::now();
     for publisher in 0..options.publishers {
         let sender = sender.clone();
         let options = *options;
         tokio::spawn(async move {
-            for i in 0..options.share(publisher) {
-                let key = format!("k{}", (publisher + i) % 64);
-                if sender.send((key, options.payload(i))).await.is_err() {
+            for message in messages(options, publisher) {
+                if sender.send(message).await.is_err() {
                     return;
                 }
             }
@@ -127,45 +120,37 @@ async fn raw_end_to_end(options: &BenchOptions) -> Result<f64> {
     }
     drop(sender);
     let mut received = 0;
-    while receiver.recv().await.is_some() {
-        received += 1;
+    while let Some(message) = receiver.recv().await {
+        received += events_in(&message);
     }
     delivered_all(options, received)?;
     Ok(per_second(options.events, started.elapsed()))
 }
 
-/// As [`raw_end_to_end`], one channel message per batch of [`BATCH_EVENTS`] events.
-async fn raw_end_to_end_batches(options: &BenchOptions) -> Result<f64> {
-    let (sender, mut receiver) = mpsc::channel::<Vec<(String, Value)>>(1024 / BATCH_EVENTS);
-    let started = Instant::now();
-    for publisher in 0..options.publishers {
-        let sender = sender.clone();
-        let options = *options;
-        tokio::spawn(async move {
-            let share = options.share(publisher);
-            for start in (0..share).step_by(BATCH_EVENTS) {
-                let batch = raw_batch(&options, publisher, start);
-                if sender.send(batch).await.is_err() {
-                    return;
-                }
-            }
-        });
-    }
-    drop(sender);
-    let mut received = 0;
-    while let Some(batch) = receiver.recv().await {
-        received += batch.len();
-    }
-    delivered_all(options, received)?;
-    Ok(per_second(options.events, started.elapsed()))
+/// Publisher `publisher`'s events, one message each.
+fn raw_events(options: BenchOptions, publisher: usize) -> impl Iterator<Item = (String, Value)> {
+    raw_range(options, publisher, 0..options.share(publisher))
 }
 
-/// Publisher `publisher`'s batch of up to [`BATCH_EVENTS`] events from its `start`th.
-fn raw_batch(options: &BenchOptions, publisher: usize, start: usize) -> Vec<(String, Value)> {
-    let end = (start + BATCH_EVENTS).min(options.share(publisher));
-    (start..end)
-        .map(|i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
-        .collect()
+/// Publisher `publisher`'s events, one message per batch of [`BATCH_EVENTS`].
+fn raw_batches(
+    options: BenchOptions,
+    publisher: usize,
+) -> impl Iterator<Item = Vec<(String, Value)>> {
+    let share = options.share(publisher);
+    (0..share).step_by(BATCH_EVENTS).map(move |start| {
+        let end = (start + BATCH_EVENTS).min(share);
+        raw_range(options, publisher, start..end).collect()
+    })
+}
+
+/// Publisher `publisher`'s events `range`, keyed as the Photon side keys them.
+fn raw_range(
+    options: BenchOptions,
+    publisher: usize,
+    range: std::ops::Range<usize>,
+) -> impl Iterator<Item = (String, Value)> {
+    range.map(move |i| (format!("k{}", (publisher + i) % 64), options.payload(i)))
 }
 
 /// Whether the raw channel delivered every event of the measurement.

@@ -34,7 +34,14 @@ impl XChaChaKey {
         key.try_into().ok().map(Self)
     }
 
-    fn message_key(&self, nonce: &[u8; NONCE_LEN]) -> (LessSafeKey, Nonce) {
+    /// Runs `operation` (`ring`'s seal or open) under the message key and nonce that
+    /// `nonce` selects, with `aad`; any refusal of `ring` is [`Refused`].
+    fn in_place<T>(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        operation: impl FnOnce(LessSafeKey, Nonce, Aad<&[u8]>) -> Result<T, ring::error::Unspecified>,
+    ) -> Result<T, Refused> {
         let (head, tail) = nonce.split_at(16);
         let subkey = chacha20::hchacha::<U10>((&self.0).into(), head.into());
         // A 32-byte key is what CHACHA20_POLY1305 takes, so this cannot fail.
@@ -42,10 +49,12 @@ impl XChaChaKey {
             .unwrap_or_else(|_| unreachable!("a 32-byte ChaCha20-Poly1305 key"));
         let mut inner = [0u8; 12];
         inner[4..].copy_from_slice(tail);
-        (
+        operation(
             LessSafeKey::new(unbound),
             Nonce::assume_unique_for_key(inner),
+            Aad::from(aad),
         )
+        .map_err(|_| Refused)
     }
 
     /// Encrypts `buffer` in place and appends the tag.
@@ -55,9 +64,9 @@ impl XChaChaKey {
         aad: &[u8],
         buffer: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        let (key, nonce) = self.message_key(nonce);
-        key.seal_in_place_append_tag(nonce, Aad::from(aad), buffer)
-            .map_err(|_| Refused)
+        self.in_place(nonce, aad, |key, nonce, aad| {
+            key.seal_in_place_append_tag(nonce, aad, buffer)
+        })
     }
 
     /// Checks the tag at the end of `buffer` and decrypts in place; `buffer` is left
@@ -68,11 +77,10 @@ impl XChaChaKey {
         aad: &[u8],
         buffer: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        let (key, nonce) = self.message_key(nonce);
-        let plain_len = key
-            .open_in_place(nonce, Aad::from(aad), buffer)
-            .map_err(|_| Refused)?
-            .len();
+        let plain_len = self.in_place(nonce, aad, |key, nonce, aad| {
+            key.open_in_place(nonce, aad, buffer)
+                .map(|plain| plain.len())
+        })?;
         buffer.truncate(plain_len);
         Ok(())
     }

@@ -12,7 +12,7 @@ use photon_core::{
     Appended, CheckpointKey, Event, Record, RecordDraft, RecordStream, Result, StorageCapabilities,
     StoragePort, SubscribeRequest,
 };
-use photon_runtime::Photon;
+use photon_runtime::{Executor, ExecutorConfig, Photon, PhotonError};
 use serde_json::json;
 
 /// Publishes `count` events round-robin over `keys` keys (`k0`, `k1`, ...); returns the
@@ -35,6 +35,47 @@ pub async fn publish_round_robin(
     by_key
 }
 
+/// An executor config that retries at once (1 ms backoff, no jitter), `max_attempts`
+/// attempts per event.
+pub fn retrying_at_once(max_attempts: u32) -> ExecutorConfig {
+    ExecutorConfig::builder()
+        .max_attempts(max_attempts)
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(1))
+        .jitter(0.0)
+        .build()
+        .unwrap()
+}
+
+/// Publishes `{"n": 1}` to `orders` under `key` and waits until `executor` is idle.
+pub async fn publish_one_and_settle(photon: &Photon, executor: &Executor, key: Option<&str>) {
+    photon
+        .publish("orders", key, json!(null), json!({"n": 1}))
+        .await
+        .unwrap();
+    executor.wait_idle().await.unwrap();
+}
+
+/// The first handler's `(handled, retries, dead_lettered)` in the admin snapshot.
+pub async fn first_handler_outcomes(photon: &Photon) -> (u64, u64, u64) {
+    let handler = &photon.admin_snapshot().await.unwrap().handlers[0];
+    (handler.handled, handler.retries, handler.dead_lettered)
+}
+
+/// A Photon on a fresh in-process port, with `count` `orders` published by
+/// [`publish_round_robin`] over `keys` keys (their seqs per key).
+pub async fn mem_photon_with_orders(
+    count: usize,
+    keys: usize,
+) -> (Photon, HashMap<String, Vec<i64>>) {
+    let photon = Photon::builder()
+        .storage_port(MemStoragePort::new())
+        .build()
+        .unwrap();
+    let published = publish_round_robin(&photon, "orders", count, keys).await;
+    (photon, published)
+}
+
 /// What handlers saw, per key, in the order they saw it.
 #[derive(Default, Clone)]
 pub struct Seen {
@@ -42,6 +83,18 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// A handler that records every event it is given and succeeds.
+    pub fn handler(
+        &self,
+    ) -> impl Fn(Event) -> std::future::Ready<std::result::Result<(), PhotonError>> + Send + Sync + 'static
+    {
+        let seen = self.clone();
+        move |event: Event| {
+            seen.record(&event);
+            std::future::ready(Ok(()))
+        }
+    }
+
     pub fn record(&self, event: &Event) {
         let key = event.topic_key.clone().unwrap_or_default();
         self.inner
