@@ -31,9 +31,12 @@ async fn main() -> Result<(), PhotonError> {
             .publish("orders", Some(key), json!("shop"), json!({"total": 12}))
             .await?;
     }
-    let member = tokio::spawn(group_member(photon.clone()));
-    // The member reads until the Photon shuts down.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    photon.shutdown().await?;
-    member.await.expect("the member does not panic")
+    // A group's stream has no end (`Photon::shutdown` ends durable streams, not groups'):
+    // stop reading once the three events have had time to be handled.
+    if let Ok(ended) =
+        tokio::time::timeout(Duration::from_secs(1), group_member(photon.clone())).await
+    {
+        ended?;
+    }
+    photon.shutdown().await
 }

@@ -59,21 +59,30 @@ async fn registered(photon: &Photon, port: &PostgresStoragePort) -> Result<(), P
 async fn main() -> Result<(), PhotonError> {
     let url = std::env::var("PHOTON_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let port = PostgresStoragePort::builder()
-        .url(&url)
-        .schema("photon_docs_examples")
-        .build()
-        .await?;
-    // Both handlers write to `ledger`: one table with room for both rows.
     let (client, connection) =
         photon::postgres::tokio_postgres::connect(&url, photon::postgres::tokio_postgres::NoTls)
             .await
             .map_err(|e| PhotonError::handler(e.to_string()))?;
     tokio::spawn(connection);
+    let sql = |e: photon::postgres::tokio_postgres::Error| PhotonError::handler(e.to_string());
+    // Each run starts from an empty schema, so that what it prints is its own.
     client
-        .batch_execute("CREATE TABLE IF NOT EXISTS ledger (event_id TEXT, id TEXT, cents BIGINT)")
+        .batch_execute("DROP SCHEMA IF EXISTS photon_docs_examples CASCADE")
         .await
-        .map_err(|e| PhotonError::handler(e.to_string()))?;
+        .map_err(sql)?;
+    let port = PostgresStoragePort::builder()
+        .url(&url)
+        .schema("photon_docs_examples")
+        .build()
+        .await?;
+    // Both handlers write to `ledger`, in the port's schema (their connections' search
+    // path): one table with room for both rows.
+    client
+        .batch_execute(
+            "CREATE TABLE photon_docs_examples.ledger (event_id TEXT, id TEXT, cents BIGINT)",
+        )
+        .await
+        .map_err(sql)?;
     let photon = Photon::builder().storage_port(port.clone()).build()?;
     registered(&photon, &port).await?;
     Payment {
@@ -85,5 +94,14 @@ async fn main() -> Result<(), PhotonError> {
     let executor = photon.start_executor()?;
     executor.wait_idle().await?;
     executor.shutdown().await?;
+    let booked = client
+        .query_one("SELECT count(*) FROM photon_docs_examples.ledger", &[])
+        .await
+        .map_err(sql)?;
+    println!("ledger rows: {}", booked.get::<_, i64>(0));
+    for topic in ["orders", "payments"] {
+        let letters = photon.dead_letters(topic).await?;
+        assert!(letters.is_empty(), "dead letters on {topic}: {letters:?}");
+    }
     photon.shutdown().await
 }
