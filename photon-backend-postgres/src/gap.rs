@@ -9,6 +9,7 @@
 //! of it too, although the removed records may have held none of its key's events.
 
 use deadpool_postgres::Client;
+use photon_core::raw::sql::gap::gap_after;
 
 /// The gap `(from, to)` a cursor positioned after `after` has run into, if any.
 pub(crate) async fn find_gap(
@@ -30,10 +31,5 @@ pub(crate) async fn find_gap(
     };
     let last_seq: i64 = row.try_get(0)?;
     let first_stored: Option<i64> = row.try_get(1)?;
-    let next = after + 1;
-    if last_seq < next {
-        return Ok(None);
-    }
-    let to = first_stored.unwrap_or(last_seq + 1);
-    Ok((to > next).then_some((next, to)))
+    Ok(gap_after(after, last_seq, first_stored))
 }

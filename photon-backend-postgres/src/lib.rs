@@ -76,7 +76,6 @@ mod catalog;
 mod checkpoint;
 mod config;
 mod connection;
-mod consumer;
 mod env;
 mod error;
 mod gap;

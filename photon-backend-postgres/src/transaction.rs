@@ -36,7 +36,8 @@ use photon_core::{
     TransactionOutcome, TransactionalPort,
 };
 
-use crate::checkpoint::{self, Write};
+use crate::checkpoint;
+use photon_core::raw::sql::{SqlPort, Write};
 use crate::error::{pg_error, pool_error};
 use crate::listen;
 use crate::port::PostgresStoragePort;

@@ -8,6 +8,7 @@
 //! starts at the first record kept. The range is the topic's: a keyed subscription is told
 //! of it too, although the removed records may have held none of its key's events.
 
+use photon_core::raw::sql::gap::gap_after;
 use photon_core::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -35,10 +36,5 @@ pub(crate) fn find_gap(
     let Some((last_seq, first_stored)) = bounds else {
         return Ok(None);
     };
-    let next = after + 1;
-    if last_seq < next {
-        return Ok(None);
-    }
-    let to = first_stored.unwrap_or(last_seq + 1);
-    Ok((to > next).then_some((next, to)))
+    Ok(gap_after(after, last_seq, first_stored))
 }

@@ -57,7 +57,6 @@
 mod catalog;
 mod checkpoint;
 mod config;
-mod consumer;
 mod env;
 mod error;
 mod gap;
