@@ -32,8 +32,8 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::LABEL;
-use photon_core::raw::sql::error::writer_gone;
 use crate::writer::{Command, Message, Writer};
+use photon_core::raw::sql::error::writer_gone;
 
 /// Which lane a write goes to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -76,6 +76,7 @@ mod catalog;
 mod checkpoint;
 mod config;
 mod connection;
+mod consumer;
 mod env;
 mod error;
 mod gap;

@@ -2,51 +2,14 @@
 //! walking the `(topic_id, seq)` key, or the `(topic_id, topic_key, seq)` index for a
 //! keyed subscription.
 
-use std::time::Duration;
+use deadpool_postgres::Client;
+use photon_core::raw::cursor::Page;
 
-use deadpool_postgres::{Client, Pool};
-use photon_core::raw::cursor::{Page, PageRead};
-use photon_core::Result;
-
-use crate::error::{pg_error, pool_error};
-use crate::gap;
 use crate::row::{decode_rows, RECORD_COLUMNS};
-
-/// Pause of a subscription after a failed read before the next one.
-pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(200);
-
-/// The next page of `topic` (and `key`) after `after`, or the gap in front of it (one
-/// pooled connection).
-///
-/// Seqs are dense, so a whole-topic page starting right after `after` has no gap in
-/// front of it; only other pages cost a second query to look for one.
-pub(crate) async fn read(
-    pool: &Pool,
-    topic: &str,
-    key: Option<&str>,
-    after: i64,
-    limit: usize,
-) -> Result<PageRead> {
-    let what = format!("read topic {topic:?}");
-    let client = pool.get().await.map_err(|e| pool_error(&what, e))?;
-    let (page, first) = read_page(&client, topic, key, after, limit)
-        .await
-        .map_err(|e| pg_error(&what, e))?;
-    if key.is_none() && first == Some(after + 1) {
-        return Ok(PageRead::Page(page));
-    }
-    match gap::find_gap(&client, topic, after)
-        .await
-        .map_err(|e| pg_error(&what, e))?
-    {
-        Some((from, to)) => Ok(PageRead::Gap { from, to }),
-        None => Ok(PageRead::Page(page)),
-    }
-}
 
 /// Reads up to `limit` records of `topic` (and `key`) with `seq > after`; with the seq of
 /// the first record read, if any.
-async fn read_page(
+pub(crate) async fn read_page(
     client: &Client,
     topic: &str,
     key: Option<&str>,

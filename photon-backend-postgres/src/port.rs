@@ -18,7 +18,7 @@ use crate::error::{pool_error, LABEL};
 use crate::group::PostgresCoordination;
 use crate::lanes::{Across, Lanes};
 use crate::writer::Command;
-use crate::{checkpoint, connection, listen, page, retention, schema};
+use crate::{checkpoint, connection, consumer, listen, retention, schema};
 
 /// Durable storage in one PostgreSQL schema, shareable by any number of processes.
 ///
@@ -185,7 +185,7 @@ impl SqlPort for PostgresStoragePort {
             max_payload_bytes: config.max_payload_bytes,
             page_size: config.page_size,
             recheck: config.recheck_interval,
-            retry_pause: page::RETRY_PAUSE,
+            retry_pause: consumer::RETRY_PAUSE,
         }
     }
 
@@ -221,7 +221,7 @@ impl SqlPort for PostgresStoragePort {
         after: i64,
         limit: usize,
     ) -> Result<PageRead> {
-        page::read(pool, topic, key, after, limit).await
+        consumer::read_page(pool, topic, key, after, limit).await
     }
 
     async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {

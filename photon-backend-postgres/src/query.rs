@@ -30,12 +30,7 @@ impl SqlQueries for PostgresStoragePort {
     }
 
     /// Up to `limit` records with `seq > after_seq`, oldest first.
-    async fn list_after(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
+    async fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events WHERE topic_id = {TOPIC_ID} AND seq > $2 \
              ORDER BY seq LIMIT $3"

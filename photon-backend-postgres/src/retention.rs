@@ -37,10 +37,7 @@ pub(crate) async fn declare_dead_letters(pool: &Pool, topic: &str) -> Result<()>
         )
     })?;
     client
-        .execute(
-            MARK_DEAD_LETTERS,
-            &[&topic],
-        )
+        .execute(MARK_DEAD_LETTERS, &[&topic])
         .await
         .map_err(failed)?;
     Ok(())

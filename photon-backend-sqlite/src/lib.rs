@@ -57,6 +57,7 @@
 mod catalog;
 mod checkpoint;
 mod config;
+mod consumer;
 mod env;
 mod error;
 mod gap;

@@ -18,7 +18,7 @@ use crate::reader::Readers;
 use crate::schema::open_writer;
 use crate::transaction::TransactionWork;
 use crate::writer::{Command, Writer};
-use crate::{checkpoint, page};
+use crate::{checkpoint, consumer};
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///
@@ -189,7 +189,6 @@ impl SqlPort for SqliteStoragePort {
         Arc::clone(&self.inner.readers)
     }
 
-    /// One read connection, one trip to the blocking pool.
     async fn read_page(
         readers: &Arc<Readers>,
         topic: &str,
@@ -197,13 +196,7 @@ impl SqlPort for SqliteStoragePort {
         after: i64,
         limit: usize,
     ) -> Result<PageRead> {
-        let topic = topic.to_owned();
-        let key = key.map(str::to_owned);
-        readers
-            .read(move |connection| {
-                page::read_after(connection, &topic, key.as_deref(), after, limit)
-            })
-            .await
+        consumer::read_page(readers, topic, key, after, limit).await
     }
 
     async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {

@@ -37,12 +37,7 @@ impl SqlQueries for SqliteStoragePort {
     }
 
     /// Up to `limit` records with `seq > after_seq`, oldest first.
-    async fn list_after(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
+    async fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events \
              WHERE topic_id = (SELECT topic_id FROM topics WHERE name = ?1) AND seq > ?2 \

@@ -29,7 +29,7 @@ use crate::publish;
 use crate::row::PendingRow;
 use crate::topic::{provision_topic, store_last_seq};
 use crate::writer::Command;
-use photon_core::raw::sql::error::writer_gone;
+use photon_core::raw::sql::error::{panic_text, writer_gone};
 use photon_core::raw::sql::{SqlPort, Write};
 use photon_core::raw::wake::CommitWakers;
 
@@ -228,11 +228,7 @@ fn run<T>(
 }
 
 fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-text panic".to_owned());
+    let text = panic_text(panic);
     PhotonError::handler_permanent(format!("transaction panicked (rolled back): {text}"))
 }
 

@@ -142,7 +142,10 @@ impl<A, X> Command<A, X> {
             (Self::AppendBatch { reply, .. }, Outcome::AppendedBatch(appended)) => {
                 let _ = reply.send(Ok(appended));
             }
-            (Self::Checkpoint { reply, .. } | Self::DeclareDeadLetters { reply, .. }, Outcome::Done) => {
+            (
+                Self::Checkpoint { reply, .. } | Self::DeclareDeadLetters { reply, .. },
+                Outcome::Done,
+            ) => {
                 let _ = reply.send(Ok(()));
             }
             (Self::Truncate { reply, .. }, Outcome::Truncated(count)) => {
