@@ -1,14 +1,17 @@
 //! The listing of the schema's topics and durable checkpoints.
 
+use async_trait::async_trait;
+use photon_core::raw::sql::SqlCatalog;
 use photon_core::{Result, StoredCheckpoint, TopicInfo};
 
 use crate::error::pg_error;
 use crate::port::PostgresStoragePort;
 
-impl PostgresStoragePort {
+#[async_trait]
+impl SqlCatalog for PostgresStoragePort {
     /// Every topic row with its head and stored event count, sorted by name (byte order,
     /// whatever the database's collation).
-    pub(crate) async fn topics(&self) -> Result<Vec<TopicInfo>> {
+    async fn topics(&self) -> Result<Vec<TopicInfo>> {
         let what = "list topics";
         let rows = self
             .select(
@@ -35,7 +38,7 @@ impl PostgresStoragePort {
     }
 
     /// Every durable subscription's checkpoint, sorted by subscription, topic and key.
-    pub(crate) async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+    async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
         let what = "list checkpoints";
         let rows = self
             .select(

@@ -8,13 +8,11 @@
 //! writers (also in several processes) can only raise the stored seq. Only an operator's
 //! reset replaces or deletes the row.
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Pool, Transaction};
+use photon_core::raw::sql::Write;
 use photon_core::{CheckpointKey, Result};
-use tokio::sync::oneshot;
 
-use crate::error::{pg_error, pool_error, writer_gone};
-use crate::port::PostgresStoragePort;
-use crate::writer::Command;
+use crate::error::{pg_error, pool_error};
 
 /// The key scope columns: `(false, "")` for the whole topic, `(true, key)` for one key.
 pub(crate) fn scope(key: &CheckpointKey) -> (bool, &str) {
@@ -24,50 +22,28 @@ pub(crate) fn scope(key: &CheckpointKey) -> (bool, &str) {
     }
 }
 
-impl PostgresStoragePort {
-    /// The stored seq of a checkpoint.
-    pub(crate) async fn load(&self, key: &CheckpointKey) -> Result<Option<i64>> {
-        let what = format!("load checkpoint {:?}", key.subscription);
-        let client = self.pool().get().await.map_err(|e| pool_error(&what, e))?;
-        let (keyed, topic_key) = scope(key);
-        let select = client
-            .prepare_cached(
-                "SELECT seq FROM checkpoints \
-                 WHERE subscription = $1 AND topic = $2 AND keyed = $3 AND topic_key = $4",
-            )
-            .await
-            .map_err(|e| pg_error(&what, e))?;
-        let row = client
-            .query_opt(
-                &select,
-                &[&key.subscription, &key.topic, &keyed, &topic_key],
-            )
-            .await
-            .map_err(|e| pg_error(&what, e))?;
-        row.map(|row| row.try_get(0))
-            .transpose()
-            .map_err(|e| pg_error(&what, e))
-    }
-
-    /// Writes a checkpoint and waits for the commit.
-    pub(crate) async fn write_checkpoint(&self, key: &CheckpointKey, write: Write) -> Result<()> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Checkpoint {
-            key: key.clone(),
-            write,
-            reply,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-}
-
-/// What a checkpoint write does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Write {
-    /// A consumer's commit: stores the seq unless a higher one is stored.
-    Raise(i64),
-    /// An operator's reset: stores the seq whatever is stored, or deletes the row.
-    Replace(Option<i64>),
+/// The stored seq of a checkpoint, on a pooled connection.
+pub(crate) async fn load(pool: &Pool, key: &CheckpointKey) -> Result<Option<i64>> {
+    let what = format!("load checkpoint {:?}", key.subscription);
+    let client = pool.get().await.map_err(|e| pool_error(&what, e))?;
+    let (keyed, topic_key) = scope(key);
+    let select = client
+        .prepare_cached(
+            "SELECT seq FROM checkpoints \
+             WHERE subscription = $1 AND topic = $2 AND keyed = $3 AND topic_key = $4",
+        )
+        .await
+        .map_err(|e| pg_error(&what, e))?;
+    let row = client
+        .query_opt(
+            &select,
+            &[&key.subscription, &key.topic, &keyed, &topic_key],
+        )
+        .await
+        .map_err(|e| pg_error(&what, e))?;
+    row.map(|row| row.try_get(0))
+        .transpose()
+        .map_err(|e| pg_error(&what, e))
 }
 
 /// Applies `write` inside `transaction` (the writer's, or later a caller's own).

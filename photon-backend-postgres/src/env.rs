@@ -5,6 +5,9 @@
 use std::time::Duration;
 
 use photon_core::config::{check_count, Env, EnvVar};
+use photon_core::raw::sql::settings::{
+    check_durations, check_sizes, max_payload_bytes, Retention, RetentionSet, RetentionVars,
+};
 use photon_core::{PhotonError, Result};
 
 use crate::config::{
@@ -21,6 +24,12 @@ const POSITIVE: std::ops::RangeInclusive<u64> = 1..=u64::MAX;
 /// Longest schema name: the notification channel `photon_<schema>` must fit PostgreSQL's
 /// 63-byte identifiers.
 const MAX_SCHEMA_LEN: usize = 56;
+const RETENTION: RetentionVars<'static> = RetentionVars {
+    max_age: &EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_AGE),
+    max_events: &EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_EVENTS),
+    dead_letters: &EnvVar::new(PHOTON_POSTGRES_RETENTION_DEAD_LETTERS),
+    interval: &EnvVar::new(PHOTON_POSTGRES_RETENTION_INTERVAL),
+};
 const SCHEMA_FORM: &str =
     "lowercase letters, digits and _, at most 56 characters, not starting with a digit";
 
@@ -28,6 +37,12 @@ impl PostgresStoragePortBuilder {
     /// Builder values, then `env`, then defaults; then [`validate`].
     pub(crate) fn resolve(self, env: &Env) -> Result<PostgresConfig> {
         let defaults = PostgresConfig::default();
+        let default_retention = Retention {
+            max_age: defaults.retention_max_age,
+            max_events: defaults.retention_max_events,
+            dead_letters: defaults.retention_dead_letters,
+            interval: defaults.retention_interval,
+        };
         let duration = |set: Option<Duration>, name: &'static str, default: Duration| match set {
             Some(value) => Ok(value),
             None => env
@@ -61,7 +76,7 @@ impl PostgresStoragePortBuilder {
         };
         let schema = text(self.schema, PHOTON_POSTGRES_SCHEMA, defaults.schema)?;
         check_schema(schema_source, &schema)?;
-        let config = PostgresConfig {
+        let mut config = PostgresConfig {
             url,
             pool_size: count(
                 self.pool_size,
@@ -94,39 +109,30 @@ impl PostgresStoragePortBuilder {
                 PHOTON_POSTGRES_PAGE_SIZE,
                 defaults.page_size,
             )?,
-            max_payload_bytes: match self.max_payload_bytes {
-                Some(bytes) => bytes,
-                None => env
-                    .size(&EnvVar::new(PHOTON_POSTGRES_MAX_PAYLOAD_BYTES))?
-                    .map_or(defaults.max_payload_bytes, |bytes| {
-                        usize::try_from(bytes).unwrap_or(usize::MAX)
-                    }),
-            },
+            max_payload_bytes: max_payload_bytes(
+                env,
+                self.max_payload_bytes,
+                &EnvVar::new(PHOTON_POSTGRES_MAX_PAYLOAD_BYTES),
+                defaults.max_payload_bytes,
+            )?,
             recheck_interval: duration(
                 self.recheck_interval,
                 PHOTON_POSTGRES_RECHECK_INTERVAL,
                 defaults.recheck_interval,
             )?,
-            retention_max_age: match self.retention_max_age {
-                Some(age) => Some(age),
-                None => env.duration(&EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_AGE))?,
-            },
-            retention_max_events: match self.retention_max_events {
-                Some(count) => Some(count),
-                None => env.count(&EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_EVENTS), POSITIVE)?,
-            },
-            retention_dead_letters: match self.retention_dead_letters {
-                Some(apply) => apply,
-                None => env
-                    .flag(&EnvVar::new(PHOTON_POSTGRES_RETENTION_DEAD_LETTERS))?
-                    .unwrap_or(defaults.retention_dead_letters),
-            },
-            retention_interval: duration(
-                self.retention_interval,
-                PHOTON_POSTGRES_RETENTION_INTERVAL,
-                defaults.retention_interval,
-            )?,
+            ..defaults
         };
+        let retention = RetentionSet {
+            max_age: self.retention_max_age,
+            max_events: self.retention_max_events,
+            dead_letters: self.retention_dead_letters,
+            interval: self.retention_interval,
+        }
+        .resolve(env, RETENTION, default_retention)?;
+        config.retention_max_age = retention.max_age;
+        config.retention_max_events = retention.max_events;
+        config.retention_dead_letters = retention.dead_letters;
+        config.retention_interval = retention.interval;
         validate(&config)?;
         Ok(config)
     }
@@ -142,33 +148,19 @@ pub(crate) fn validate(config: &PostgresConfig) -> Result<()> {
         config.writer_connections as u64,
         POSITIVE,
     )?;
-    check_count("max_batch", config.max_batch as u64, POSITIVE)?;
-    check_count("page_size", config.page_size as u64, POSITIVE)?;
-    check_count(
-        "max_payload_bytes",
-        config.max_payload_bytes as u64,
-        POSITIVE,
+    check_sizes(
+        config.max_batch,
+        config.page_size,
+        config.max_payload_bytes,
+        config.retention_max_events,
     )?;
-    if let Some(count) = config.retention_max_events {
-        check_count("retention_max_events", count, POSITIVE)?;
-    }
-    let durations = [
+    check_durations(&[
         ("connect_timeout", Some(config.connect_timeout)),
         ("lock_timeout", Some(config.lock_timeout)),
         ("recheck_interval", Some(config.recheck_interval)),
         ("retention_interval", Some(config.retention_interval)),
         ("retention_max_age", config.retention_max_age),
-    ];
-    if let Some((field, _)) = durations
-        .iter()
-        .find(|(_, value)| value.is_some_and(|d| d.is_zero()))
-    {
-        return Err(PhotonError::config(
-            *field,
-            "0",
-            "a duration greater than zero",
-        ));
-    }
+    ])?;
     if config.lock_timeout > MAX_LOCK_TIMEOUT {
         return Err(PhotonError::config(
             "lock_timeout",

@@ -109,29 +109,6 @@ pub(crate) fn pool_error(what: &str, error: deadpool_postgres::PoolError) -> Pho
     }
 }
 
-/// The same failure reported to each of several callers (a failed batch).
-pub(crate) fn shared_failure(what: &str, transient: bool, cause: &str) -> PhotonError {
-    let message = format!("cannot {what}: {cause}");
-    if transient {
-        PhotonError::Unavailable {
-            backend: LABEL,
-            message,
-            source: None,
-        }
-    } else {
-        PhotonError::Storage {
-            backend: LABEL,
-            message,
-            source: None,
-        }
-    }
-}
-
-/// The writer task is gone (the port is shutting down).
-pub(crate) fn writer_gone() -> PhotonError {
-    PhotonError::Closed("postgres writer".into())
-}
-
 /// Why a writer transaction failed.
 #[derive(Debug)]
 pub(crate) enum BatchError {

@@ -31,8 +31,9 @@ use photon_core::Result;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::error::writer_gone;
+use crate::error::LABEL;
 use crate::writer::{Command, Message, Writer};
+use photon_core::raw::sql::error::writer_gone;
 
 /// Which lane a write goes to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -130,7 +131,7 @@ impl Lanes {
             None => message,
         };
         let sender = self.spawn(key.clone());
-        let sent = sender.send(message).map_err(|_| writer_gone());
+        let sent = sender.send(message).map_err(|_| writer_gone(LABEL));
         senders.insert(key, sender);
         sent
     }
@@ -179,7 +180,7 @@ impl Barrier {
 
 /// A batch across topics as the lane that runs it holds it.
 #[derive(Debug)]
-pub(crate) struct Across {
+pub struct Across {
     /// One per barrier: answered when that lane reached the batch.
     ready: Vec<oneshot::Receiver<()>>,
     /// Dropped with the command (answered or failed): releases the barriers.
@@ -211,8 +212,9 @@ fn route(command: &Command) -> (LaneKey, Vec<String>) {
             }
         }
         Command::Checkpoint { .. } => (LaneKey::Checkpoints, Vec::new()),
-        Command::Truncate { topic, .. } | Command::TailSeq { topic, .. } => {
-            (LaneKey::Topic(topic.clone()), Vec::new())
-        }
+        Command::Truncate { topic, .. }
+        | Command::TailSeq { topic, .. }
+        | Command::DeclareDeadLetters { topic, .. } => (LaneKey::Topic(topic.clone()), Vec::new()),
+        Command::Own(never) => match *never {},
     }
 }

@@ -2,23 +2,23 @@
 
 use std::sync::{Arc, Weak};
 
+use std::convert::Infallible;
+
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use photon_core::group::GroupCoordination;
-use photon_core::{
-    Appended, CheckpointKey, DeliveryStream, GroupRequest, Record, RecordDraft, RecordStream,
-    Result, StorageCapabilities, StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,
-};
+use photon_core::raw::cursor::PageRead;
+use photon_core::raw::sql::{SqlPort, SqlSettings};
+use photon_core::raw::wake::CommitWakers;
+use photon_core::{CheckpointKey, Result};
 use tokio::sync::watch;
 
-use crate::checkpoint::Write;
 use crate::config::{PostgresConfig, PostgresStoragePortBuilder};
 use crate::error::{pool_error, LABEL};
 use crate::group::PostgresCoordination;
-use crate::lanes::Lanes;
+use crate::lanes::{Across, Lanes};
 use crate::writer::Command;
-use crate::{connection, listen, retention, schema};
-use photon_core::raw::wake::CommitWakers;
+use crate::{checkpoint, connection, consumer, listen, retention, schema};
 
 /// Durable storage in one PostgreSQL schema, shareable by any number of processes.
 ///
@@ -48,7 +48,8 @@ pub struct PostgresStoragePort {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
+/// What the clones of a port share.
+pub struct Inner {
     config: PostgresConfig,
     pool: Pool,
     lanes: Lanes,
@@ -165,127 +166,70 @@ impl PostgresStoragePort {
         &self.inner.config
     }
 
-    /// A handle that does not keep the port (and its tasks) alive.
-    pub(crate) fn downgrade(&self) -> Weak<Inner> {
-        Arc::downgrade(&self.inner)
-    }
-
-    /// The port of a weak handle, while any clone of it lives.
-    pub(crate) fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
-        weak.upgrade().map(|inner| Self { inner })
-    }
-
-    /// The group primitive over this port's schema.
-    pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
-        Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
-    }
-
-    pub(crate) fn heads(&self) -> &CommitWakers {
-        &self.inner.heads
-    }
-
     pub(crate) fn pool(&self) -> &Pool {
         &self.inner.pool
-    }
-
-    /// Hands a command to the writer task of its lane.
-    pub(crate) fn send(&self, command: Command) -> Result<()> {
-        self.inner.lanes.send(command)
     }
 }
 
 #[async_trait]
-impl StoragePort for PostgresStoragePort {
-    fn label(&self) -> &'static str {
-        LABEL
-    }
+impl SqlPort for PostgresStoragePort {
+    const LABEL: &'static str = LABEL;
+    type Across = Option<Across>;
+    type Own = Infallible;
+    type Weak = Weak<Inner>;
+    type Reader = Pool;
 
-    fn capabilities(&self) -> StorageCapabilities {
-        StorageCapabilities {
-            get_event: true,
-            list: true,
-            truncate: true,
-            consumer_groups: true,
-            head_seq: true,
-            catalog: true,
-            checkpoint_reset: true,
-            atomic_batches: true,
-            durable: true,
-            max_payload_bytes: self.inner.config.max_payload_bytes,
-            ..StorageCapabilities::default()
+    fn settings(&self) -> SqlSettings {
+        let config = &self.inner.config;
+        SqlSettings {
+            max_payload_bytes: config.max_payload_bytes,
+            page_size: config.page_size,
+            recheck: config.recheck_interval,
+            retry_pause: consumer::RETRY_PAUSE,
         }
     }
 
-    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
-        self.append_row(draft).await
+    /// To the writer task of the command's lane.
+    fn send(&self, command: Command) -> Result<()> {
+        self.inner.lanes.send(command)
     }
 
-    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
-        self.append_rows(drafts).await
+    fn heads(&self) -> &CommitWakers {
+        &self.inner.heads
     }
 
-    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
-        self.open_subscription(request)
+    fn coordination(&self) -> Arc<dyn GroupCoordination> {
+        Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
     }
 
-    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
-        self.find(event_id).await
+    fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
     }
 
-    async fn list_by_topic(
-        &self,
+    fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
+    }
+
+    fn reader(&self) -> Pool {
+        self.inner.pool.clone()
+    }
+
+    async fn read_page(
+        pool: &Pool,
         topic: &str,
-        after_seq: i64,
+        key: Option<&str>,
+        after: i64,
         limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.list_after(topic, after_seq, limit).await
+    ) -> Result<PageRead> {
+        consumer::read_page(pool, topic, key, after, limit).await
     }
 
-    async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
-        self.newest(topic, limit).await
+    async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        checkpoint::load(&self.inner.pool, key).await
     }
 
-    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
-        self.topics().await
-    }
-
-    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
-        self.checkpoints().await
-    }
-
-    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
-        self.head(topic, key).await
-    }
-
-    async fn truncate_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
-        self.truncate(topic, before_seq).await
-    }
-
-    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
-        self.declare_dead_letters(topic).await
-    }
-
-    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
-        self.load(key).await
-    }
-
-    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
-        self.write_checkpoint(key, Write::Raise(seq)).await
-    }
-
-    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
-        self.write_checkpoint(key, Write::Replace(seq)).await
-    }
-
-    fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::raw::group::subscribe_group(self, request)
-    }
-
-    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
-        Some(self.coordination())
-    }
-
-    fn transactional_port(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+    /// Directly, not through the writer: the mark needs no order with appends.
+    async fn mark_dead_letters(&self, topic: &str) -> Result<()> {
+        retention::declare_dead_letters(&self.inner.pool, topic).await
     }
 }

@@ -7,42 +7,11 @@
 use std::collections::HashMap;
 
 use deadpool_postgres::Transaction;
-use photon_core::{Appended, RecordDraft, Result};
-use tokio::sync::oneshot;
+use photon_core::Appended;
 
-use crate::error::{writer_gone, BatchError};
-use crate::port::PostgresStoragePort;
+use crate::error::BatchError;
 use crate::row::PendingRow;
 use crate::topic::TopicRow;
-use crate::writer::Command;
-
-impl PostgresStoragePort {
-    /// Appends a draft and waits for its commit.
-    pub(crate) async fn append_row(&self, draft: RecordDraft) -> Result<Appended> {
-        let row = PendingRow::encode(draft, crate::error::LABEL)?;
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Append { row, reply })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-
-    /// Appends drafts in one transaction (all or none) and waits for its commit.
-    pub(crate) async fn append_rows(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
-        if drafts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = drafts
-            .into_iter()
-            .map(|draft| PendingRow::encode(draft, crate::error::LABEL))
-            .collect::<Result<Vec<_>>>()?;
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::AppendBatch {
-            rows,
-            reply,
-            across: None,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-}
 
 /// Inserts `rows` in order inside `transaction`, each with its topic's next seq; the
 /// topics' rows must be locked by the transaction ([`crate::topic::lock_topics`]) and

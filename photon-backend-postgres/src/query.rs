@@ -1,5 +1,7 @@
 //! Point queries on pooled connections: get by id, listing, head seq.
 
+use async_trait::async_trait;
+use photon_core::raw::sql::SqlQueries;
 use photon_core::{Record, Result};
 use tokio_postgres::types::ToSql;
 
@@ -9,9 +11,10 @@ use crate::row::{decode_rows, read_row, RECORD_COLUMNS};
 
 const TOPIC_ID: &str = "(SELECT topic_id FROM topics WHERE name = $1)";
 
-impl PostgresStoragePort {
+#[async_trait]
+impl SqlQueries for PostgresStoragePort {
     /// The record with this event id, if stored.
-    pub(crate) async fn find(&self, event_id: &str) -> Result<Option<Record>> {
+    async fn find(&self, event_id: &str) -> Result<Option<Record>> {
         let what = format!("find event {event_id:?}");
         let sql = format!(
             "SELECT {RECORD_COLUMNS}, (SELECT name FROM topics WHERE topics.topic_id = events.topic_id) \
@@ -27,12 +30,7 @@ impl PostgresStoragePort {
     }
 
     /// Up to `limit` records with `seq > after_seq`, oldest first.
-    pub(crate) async fn list_after(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
+    async fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events WHERE topic_id = {TOPIC_ID} AND seq > $2 \
              ORDER BY seq LIMIT $3"
@@ -43,7 +41,7 @@ impl PostgresStoragePort {
     }
 
     /// The `limit` newest records, newest first.
-    pub(crate) async fn newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+    async fn newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events WHERE topic_id = {TOPIC_ID} \
              ORDER BY seq DESC LIMIT $2"
@@ -53,7 +51,7 @@ impl PostgresStoragePort {
     }
 
     /// Highest stored seq of the topic, or of one key.
-    pub(crate) async fn head(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+    async fn head(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
         let what = format!("read the head of topic {topic:?}");
         let rows = match key {
             None => {
@@ -72,7 +70,9 @@ impl PostgresStoragePort {
             None => Ok(None),
         }
     }
+}
 
+impl PostgresStoragePort {
     /// The records of `topic` a [`RECORD_COLUMNS`] query selects, decoded.
     async fn records(
         &self,

@@ -17,44 +17,30 @@ use std::time::Duration;
 
 use deadpool_postgres::{Pool, Transaction};
 use photon_core::Result;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use crate::config::PostgresConfig;
-use crate::error::{describe, pg_error, writer_gone};
-use crate::port::PostgresStoragePort;
-use crate::writer::Command;
+use crate::error::{describe, pg_error};
 
-impl PostgresStoragePort {
-    /// Deletes the records of `topic` with `seq < before_seq` and waits for the commit.
-    pub(crate) async fn truncate(&self, topic: &str, before_seq: i64) -> Result<u64> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Truncate {
-            topic: topic.to_owned(),
-            before_seq,
-            reply,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
+/// Marks a topic (`$1`) as a dead-letter topic, which retention keeps.
+pub(crate) const MARK_DEAD_LETTERS: &str =
+    "INSERT INTO dead_letter_topics (name) VALUES ($1) ON CONFLICT DO NOTHING";
 
-    /// Marks `topic` as a dead-letter topic (idempotent).
-    pub(crate) async fn declare_dead_letters(&self, topic: &str) -> Result<()> {
-        let failed = |e| pg_error(&format!("mark topic {topic:?} as a dead-letter topic"), e);
-        let client = self.pool().get().await.map_err(|e| {
-            photon_core::PhotonError::unavailable(
-                crate::error::LABEL,
-                format!("no connection to mark topic {topic:?} as a dead-letter topic"),
-                e,
-            )
-        })?;
-        client
-            .execute(
-                "INSERT INTO dead_letter_topics (name) VALUES ($1) ON CONFLICT DO NOTHING",
-                &[&topic],
-            )
-            .await
-            .map_err(failed)?;
-        Ok(())
-    }
+/// Marks `topic` as a dead-letter topic (idempotent), on a pooled connection.
+pub(crate) async fn declare_dead_letters(pool: &Pool, topic: &str) -> Result<()> {
+    let failed = |e| pg_error(&format!("mark topic {topic:?} as a dead-letter topic"), e);
+    let client = pool.get().await.map_err(|e| {
+        photon_core::PhotonError::unavailable(
+            crate::error::LABEL,
+            format!("no connection to mark topic {topic:?} as a dead-letter topic"),
+            e,
+        )
+    })?;
+    client
+        .execute(MARK_DEAD_LETTERS, &[&topic])
+        .await
+        .map_err(failed)?;
+    Ok(())
 }
 
 /// Deletes the records of `topic` below `before_seq`, inside `transaction`.

@@ -36,11 +36,13 @@ use photon_core::{
     TransactionOutcome, TransactionalPort,
 };
 
-use crate::checkpoint::{self, Write};
+use crate::checkpoint;
 use crate::error::{pg_error, pool_error};
 use crate::listen;
 use crate::port::PostgresStoragePort;
 use crate::row::PendingRow;
+use photon_core::raw::sql::error::panic_text;
+use photon_core::raw::sql::{SqlPort, Write};
 
 /// A transaction on one of the port's pooled connections, handed to transactional
 /// handlers.
@@ -310,11 +312,7 @@ async fn roll_back(transaction: deadpool_postgres::Transaction<'_>, what: &str) 
 }
 
 fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-text panic".to_owned());
+    let text = panic_text(panic);
     PhotonError::handler_permanent(format!(
         "transactional handler panicked (rolled back): {text}"
     ))

@@ -31,10 +31,12 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::{Pool, Transaction};
-use photon_core::{Appended, CheckpointKey, PhotonError, Result};
-use tokio::sync::{mpsc, oneshot};
+use photon_core::raw::sql::error::shared_failure;
+use photon_core::raw::sql::Outcome;
+use photon_core::Appended;
+use tokio::sync::mpsc;
 
-use crate::error::{shared_failure, BatchError};
+use crate::error::{BatchError, LABEL};
 use crate::lanes::{lock, Across, Barrier, LaneKey, Senders};
 use crate::row::PendingRow;
 use crate::topic::{last_seq, lock_topics, store_last_seqs, TopicRow};
@@ -65,79 +67,21 @@ pub(crate) enum Message {
     After(Barrier),
 }
 
-/// A write (or a read that must be ordered with writes) for the writer task.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Append one encoded draft.
-    Append {
-        row: PendingRow,
-        reply: oneshot::Sender<Result<Appended>>,
-    },
-    /// Append a caller's batch of encoded drafts, all in the one transaction.
-    AppendBatch {
-        rows: Vec<PendingRow>,
-        reply: oneshot::Sender<Result<Vec<Appended>>>,
-        /// For a batch across topics: its barriers on the lanes of its other topics.
-        across: Option<Across>,
-    },
-    /// Raise or reset a checkpoint.
-    Checkpoint {
-        key: CheckpointKey,
-        write: checkpoint::Write,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    /// Delete a topic's records below a seq.
-    Truncate {
-        topic: String,
-        before_seq: i64,
-        reply: oneshot::Sender<Result<u64>>,
-    },
-    /// The topic's last seq once every command sent before this one is committed: where a
-    /// tail subscription starts.
-    TailSeq {
-        topic: String,
-        reply: oneshot::Sender<Result<i64>>,
-    },
-}
+/// A write (or a read that must be ordered with writes) for a writer task; a caller's
+/// batch across topics carries its barriers on the lanes of its other topics.
+pub(crate) type Command = photon_core::raw::sql::Command<Option<Across>>;
 
-impl Command {
-    /// How many events the command appends (at least 1, for the group-commit cap).
-    fn events(&self) -> usize {
-        match self {
-            Self::AppendBatch { rows, .. } => rows.len().max(1),
-            _ => 1,
+/// Whether this is a batch across topics, which ends the lane's batch it joins: the lane
+/// waits for the batch's other lanes before running it, and those may wait for an earlier
+/// batch across topics of this lane, which must have been answered.
+fn is_across(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::AppendBatch {
+            across: Some(_),
+            ..
         }
-    }
-
-    /// Whether this is a batch across topics, which ends the lane's batch it joins: the
-    /// lane waits for the batch's other lanes before running it, and those may wait for
-    /// an earlier batch across topics of this lane, which must have been answered.
-    fn is_across(&self) -> bool {
-        matches!(
-            self,
-            Self::AppendBatch {
-                across: Some(_),
-                ..
-            }
-        )
-    }
-
-    /// The checkpoint a checkpoint write is for.
-    fn checkpoint(&self) -> Option<&CheckpointKey> {
-        match self {
-            Self::Checkpoint { key, .. } => Some(key),
-            _ => None,
-        }
-    }
-}
-
-/// What one command produced in a committed transaction.
-enum Outcome {
-    Appended(Appended),
-    AppendedBatch(Vec<Appended>),
-    Done,
-    Truncated(u64),
-    Tail(i64),
+    )
 }
 
 /// Outcomes in command order, and the topics appended to.
@@ -319,11 +263,7 @@ impl Writer {
     async fn settle(&self, batch: Vec<Command>, error: &BatchError) {
         let ids: Vec<&str> = batch
             .iter()
-            .flat_map(|command| match command {
-                Command::Append { row, .. } => std::slice::from_ref(row),
-                Command::AppendBatch { rows, .. } => rows.as_slice(),
-                _ => &[],
-            })
+            .flat_map(Command::rows)
             .map(|row| row.event_id.as_str())
             .collect();
         let found = match self.look_up(&ids).await {
@@ -350,7 +290,7 @@ impl Writer {
                         self.heads.committed(&row.topic);
                         let _ = reply.send(Ok(appended));
                     }
-                    None => fail(Command::Append { row, reply }, true, &cause),
+                    None => Command::Append { row, reply }.fail(LABEL, true, &cause),
                 },
                 Command::AppendBatch {
                     rows,
@@ -363,19 +303,16 @@ impl Writer {
                         }
                         let _ = reply.send(Ok(appended));
                     }
-                    None => fail(
-                        Command::AppendBatch {
-                            rows,
-                            reply,
-                            across,
-                        },
-                        true,
-                        &cause,
-                    ),
+                    None => Command::AppendBatch {
+                        rows,
+                        reply,
+                        across,
+                    }
+                    .fail(LABEL, true, &cause),
                 },
                 // Checkpoint writes and truncations are idempotent: the caller runs them
                 // again; a head read is a read.
-                other => fail(other, true, &cause),
+                other => other.fail(LABEL, true, &cause),
             }
         }
     }
@@ -418,14 +355,14 @@ impl Writer {
             self.heads.committed(topic);
         }
         for (command, outcome) in batch.into_iter().zip(outcomes) {
-            answer(command, outcome);
+            command.answer(LABEL, outcome);
         }
     }
 }
 
 /// Whether `batch` must take no more commands (it ends with a batch across topics).
 fn ends(batch: &[Command]) -> bool {
-    batch.last().is_some_and(Command::is_across)
+    batch.last().is_some_and(is_across)
 }
 
 /// Runs a batch in one transaction; nothing of it is stored unless this returns `Ok`.
@@ -438,11 +375,7 @@ async fn apply(
     let transaction = client.transaction().await?;
     let names: BTreeSet<&str> = batch
         .iter()
-        .flat_map(|command| match command {
-            Command::Append { row, .. } => std::slice::from_ref(row),
-            Command::AppendBatch { rows, .. } => rows.as_slice(),
-            _ => &[],
-        })
+        .flat_map(Command::rows)
         .map(|row| row.topic.as_str())
         .collect();
     let mut topics = if names.is_empty() {
@@ -488,6 +421,14 @@ async fn apply(
                     None => last_seq(&transaction, topic).await?,
                 })
             }
+            Command::DeclareDeadLetters { topic, .. } => {
+                insert_run(&transaction, &mut topics, &mut run, &mut outcomes).await?;
+                transaction
+                    .execute(retention::MARK_DEAD_LETTERS, &[topic])
+                    .await?;
+                Outcome::Done
+            }
+            Command::Own(never) => match *never {},
         };
         outcomes.push(outcome);
     }
@@ -551,43 +492,17 @@ async fn insert_run(
     Ok(())
 }
 
-fn answer(command: Command, outcome: Outcome) {
-    // A caller that stopped waiting (a dropped future) no longer needs its answer.
-    match (command, outcome) {
-        (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
-            let _ = reply.send(Ok(appended));
-        }
-        (Command::AppendBatch { reply, .. }, Outcome::AppendedBatch(appended)) => {
-            let _ = reply.send(Ok(appended));
-        }
-        (Command::Checkpoint { reply, .. }, Outcome::Done) => {
-            let _ = reply.send(Ok(()));
-        }
-        (Command::Truncate { reply, .. }, Outcome::Truncated(count)) => {
-            let _ = reply.send(Ok(count));
-        }
-        (Command::TailSeq { reply, .. }, Outcome::Tail(seq)) => {
-            let _ = reply.send(Ok(seq));
-        }
-        (command, _) => fail(
-            command,
-            false,
-            "internal error: outcome does not match its command",
-        ),
-    }
-}
-
 fn fail_all(batch: Vec<Command>, error: &BatchError) {
     let transient = error.is_transient();
     let cause = error.to_string();
     for command in batch {
-        fail(command, transient, &cause);
+        command.fail(LABEL, transient, &cause);
     }
 }
 
 /// Fails a command whose events may or may not be stored.
 fn fail_unsettled(command: Command, cause: &str) {
-    let error = |what: String| -> PhotonError { shared_failure(&what, true, cause) };
+    let error = |what: String| shared_failure(LABEL, &what, true, cause);
     match command {
         Command::Append { reply, row } => {
             let _ = reply.send(Err(error(format!(
@@ -602,34 +517,6 @@ fn fail_unsettled(command: Command, cause: &str) {
                 rows.first().map_or("", |row| row.event_id.as_str())
             ))));
         }
-        other => fail(other, true, cause),
-    }
-}
-
-fn fail(command: Command, transient: bool, cause: &str) {
-    let error = |what: &str| -> PhotonError { shared_failure(what, transient, cause) };
-    match command {
-        Command::Append { reply, row } => {
-            let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
-        }
-        Command::AppendBatch { reply, rows, .. } => {
-            let topics: BTreeSet<&str> = rows.iter().map(|row| row.topic.as_str()).collect();
-            let _ = reply.send(Err(error(&format!(
-                "append a batch of {} events to topics {topics:?} (none stored)",
-                rows.len()
-            ))));
-        }
-        Command::Checkpoint { reply, key, .. } => {
-            let _ = reply.send(Err(error(&format!(
-                "commit checkpoint {:?}",
-                key.subscription
-            ))));
-        }
-        Command::Truncate { reply, topic, .. } => {
-            let _ = reply.send(Err(error(&format!("truncate topic {topic:?}"))));
-        }
-        Command::TailSeq { reply, topic } => {
-            let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
-        }
+        other => other.fail(LABEL, true, cause),
     }
 }

@@ -1,13 +1,16 @@
 //! The listing of the file's topics and durable checkpoints.
 
+use async_trait::async_trait;
+use photon_core::raw::sql::SqlCatalog;
 use photon_core::{Result, StoredCheckpoint, TopicInfo};
 
 use crate::error::sqlite_error;
 use crate::port::SqliteStoragePort;
 
-impl SqliteStoragePort {
+#[async_trait]
+impl SqlCatalog for SqliteStoragePort {
     /// Every topic row with its head and stored event count, sorted by name.
-    pub(crate) async fn topics(&self) -> Result<Vec<TopicInfo>> {
+    async fn topics(&self) -> Result<Vec<TopicInfo>> {
         self.readers()
             .read(|connection| {
                 let mut statement = connection
@@ -36,7 +39,7 @@ impl SqliteStoragePort {
     }
 
     /// Every durable subscription's checkpoint, sorted by subscription, topic and key.
-    pub(crate) async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
+    async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
         self.readers()
             .read(|connection| {
                 let mut statement = connection

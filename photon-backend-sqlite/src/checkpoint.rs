@@ -6,13 +6,14 @@
 //! processes) can only raise the stored seq. Only an operator's reset replaces or deletes
 //! the row.
 
+use std::sync::Arc;
+
+use photon_core::raw::sql::Write;
 use photon_core::{CheckpointKey, Result};
 use rusqlite::{params, Connection, OptionalExtension};
-use tokio::sync::oneshot;
 
-use crate::error::{sqlite_error, writer_gone};
-use crate::port::SqliteStoragePort;
-use crate::writer::Command;
+use crate::error::sqlite_error;
+use crate::reader::Readers;
 
 /// The key scope columns: `(0, "")` for the whole topic, `(1, key)` for one key.
 fn scope(key: &CheckpointKey) -> (i64, &str) {
@@ -22,29 +23,15 @@ fn scope(key: &CheckpointKey) -> (i64, &str) {
     }
 }
 
-impl SqliteStoragePort {
-    /// The stored seq of a checkpoint.
-    pub(crate) async fn load(&self, key: &CheckpointKey) -> Result<Option<i64>> {
-        let key = key.clone();
-        self.readers()
-            .read(move |connection| {
-                stored(connection, &key).map_err(|e| {
-                    sqlite_error(&format!("load checkpoint {:?}", key.subscription), e)
-                })
-            })
-            .await
-    }
-
-    /// Writes a checkpoint and waits for the commit.
-    pub(crate) async fn write_checkpoint(&self, key: &CheckpointKey, write: Write) -> Result<()> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Checkpoint {
-            key: key.clone(),
-            write,
-            reply,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
+/// The stored seq of a checkpoint, on a read connection.
+pub(crate) async fn load(readers: &Arc<Readers>, key: &CheckpointKey) -> Result<Option<i64>> {
+    let key = key.clone();
+    readers
+        .read(move |connection| {
+            stored(connection, &key)
+                .map_err(|e| sqlite_error(&format!("load checkpoint {:?}", key.subscription), e))
+        })
+        .await
 }
 
 /// The stored seq of a checkpoint, read on `connection` (a transaction's, to read it under
@@ -64,15 +51,6 @@ pub(crate) fn stored(
             |row| row.get(0),
         )
         .optional()
-}
-
-/// What a checkpoint write does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Write {
-    /// A consumer's commit: stores the seq unless a higher one is stored.
-    Raise(i64),
-    /// An operator's reset: stores the seq whatever is stored, or deletes the row.
-    Replace(Option<i64>),
 }
 
 /// Applies `write` inside the writer's transaction.

@@ -5,8 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use photon_core::config::{check_count, Alias, Env, EnvVar};
-use photon_core::{PhotonError, Result};
+use photon_core::config::{Alias, Env, EnvVar};
+use photon_core::raw::sql::settings::{
+    check_durations, check_sizes, max_payload_bytes, Retention, RetentionSet, RetentionVars,
+};
+use photon_core::Result;
 
 use crate::config::{
     SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT,
@@ -32,16 +35,25 @@ const RETENTION_INTERVAL: EnvVar =
     EnvVar::new(PHOTON_SQLITE_RETENTION_INTERVAL).aliases(&[Alias::deprecated_millis(
         "PHOTON_SQLITE_RETENTION_INTERVAL_MS",
     )]);
+const RETENTION: RetentionVars<'static> = RetentionVars {
+    max_age: &RETENTION_MAX_AGE,
+    max_events: &EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_EVENTS),
+    dead_letters: &EnvVar::new(PHOTON_SQLITE_RETENTION_DEAD_LETTERS),
+    interval: &RETENTION_INTERVAL,
+};
 const SYNCHRONOUS: [(&str, Synchronous); 2] =
     [("full", Synchronous::Full), ("normal", Synchronous::Normal)];
-
-/// Every count accepted, from 1.
-const POSITIVE: std::ops::RangeInclusive<u64> = 1..=u64::MAX;
 
 impl SqliteStoragePortBuilder {
     /// Builder values, then `env`, then defaults; then [`validate`].
     pub(crate) fn resolve(self, env: &Env) -> Result<SqliteConfig> {
         let defaults = SqliteConfig::default();
+        let default_retention = Retention {
+            max_age: defaults.retention_max_age,
+            max_events: defaults.retention_max_events,
+            dead_letters: defaults.retention_dead_letters,
+            interval: defaults.retention_interval,
+        };
         let duration = |set: Option<Duration>, var: &EnvVar, default: Duration| match set {
             Some(value) => Ok(value),
             None => env.duration(var).map(|found| found.unwrap_or(default)),
@@ -52,7 +64,7 @@ impl SqliteStoragePortBuilder {
                 .count(&EnvVar::new(name), min..=usize::MAX as u64)
                 .map(|found| found.map_or(default, |n| n as usize)),
         };
-        let config = SqliteConfig {
+        let mut config = SqliteConfig {
             path: match self.path {
                 Some(path) => path,
                 None => env
@@ -85,34 +97,25 @@ impl SqliteStoragePortBuilder {
                     .unwrap_or_default(),
             },
             readers: count(self.readers, PHOTON_SQLITE_READERS, 0, defaults.readers)?,
-            max_payload_bytes: match self.max_payload_bytes {
-                Some(bytes) => bytes,
-                None => env
-                    .size(&EnvVar::new(PHOTON_SQLITE_MAX_PAYLOAD_BYTES))?
-                    .map_or(defaults.max_payload_bytes, |bytes| {
-                        usize::try_from(bytes).unwrap_or(usize::MAX)
-                    }),
-            },
-            retention_max_age: match self.retention_max_age {
-                Some(age) => Some(age),
-                None => env.duration(&RETENTION_MAX_AGE)?,
-            },
-            retention_max_events: match self.retention_max_events {
-                Some(count) => Some(count),
-                None => env.count(&EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_EVENTS), POSITIVE)?,
-            },
-            retention_dead_letters: match self.retention_dead_letters {
-                Some(apply) => apply,
-                None => env
-                    .flag(&EnvVar::new(PHOTON_SQLITE_RETENTION_DEAD_LETTERS))?
-                    .unwrap_or(defaults.retention_dead_letters),
-            },
-            retention_interval: duration(
-                self.retention_interval,
-                &RETENTION_INTERVAL,
-                defaults.retention_interval,
+            max_payload_bytes: max_payload_bytes(
+                env,
+                self.max_payload_bytes,
+                &EnvVar::new(PHOTON_SQLITE_MAX_PAYLOAD_BYTES),
+                defaults.max_payload_bytes,
             )?,
+            ..defaults
         };
+        let retention = RetentionSet {
+            max_age: self.retention_max_age,
+            max_events: self.retention_max_events,
+            dead_letters: self.retention_dead_letters,
+            interval: self.retention_interval,
+        }
+        .resolve(env, RETENTION, default_retention)?;
+        config.retention_max_age = retention.max_age;
+        config.retention_max_events = retention.max_events;
+        config.retention_dead_letters = retention.dead_letters;
+        config.retention_interval = retention.interval;
         validate(&config)?;
         Ok(config)
     }
@@ -120,32 +123,17 @@ impl SqliteStoragePortBuilder {
 
 /// Refuses values that parse but cannot work (zero sizes and intervals), naming the field.
 pub(crate) fn validate(config: &SqliteConfig) -> Result<()> {
-    check_count("max_batch", config.max_batch as u64, POSITIVE)?;
-    check_count("page_size", config.page_size as u64, POSITIVE)?;
-    check_count(
-        "max_payload_bytes",
-        config.max_payload_bytes as u64,
-        POSITIVE,
+    check_sizes(
+        config.max_batch,
+        config.page_size,
+        config.max_payload_bytes,
+        config.retention_max_events,
     )?;
-    if let Some(count) = config.retention_max_events {
-        check_count("retention_max_events", count, POSITIVE)?;
-    }
-    let durations = [
+    check_durations(&[
         ("poll_interval", Some(config.poll_interval)),
         ("retention_interval", Some(config.retention_interval)),
         ("retention_max_age", config.retention_max_age),
-    ];
-    match durations
-        .iter()
-        .find(|(_, value)| value.is_some_and(|d| d.is_zero()))
-    {
-        Some((field, _)) => Err(PhotonError::config(
-            *field,
-            "0",
-            "a duration greater than zero",
-        )),
-        None => Ok(()),
-    }
+    ])
 }
 
 #[cfg(test)]

@@ -27,26 +27,3 @@ pub fn sqlite_error(what: &str, error: rusqlite::Error) -> PhotonError {
         PhotonError::storage(LABEL, message, error)
     }
 }
-
-/// The same failure reported to each of several callers (a failed batch).
-pub(crate) fn shared_failure(what: &str, busy: bool, cause: &str) -> PhotonError {
-    let message = format!("cannot {what}: {cause}");
-    if busy {
-        PhotonError::Unavailable {
-            backend: LABEL,
-            message,
-            source: None,
-        }
-    } else {
-        PhotonError::Storage {
-            backend: LABEL,
-            message,
-            source: None,
-        }
-    }
-}
-
-/// The writer thread is gone (the port is shutting down or the thread failed).
-pub(crate) fn writer_gone() -> PhotonError {
-    PhotonError::Closed("sqlite writer".into())
-}

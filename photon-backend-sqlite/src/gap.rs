@@ -1,13 +1,7 @@
-//! Gaps: seqs a subscription still needed that retention or `truncate_before` deleted.
-//!
-//! Seqs of a topic are assigned densely from 1 and deletion only ever removes a topic's
-//! oldest records, so a cursor positioned after seq `s ≥ 1` has lost events exactly when
-//! `s + 1` was assigned (the topic's last seq is at least `s + 1`) and the first record
-//! still stored is above `s + 1` (or none is). The gap runs from `s + 1` to that first
-//! stored seq (or to the last seq + 1). A cursor at 0 (from the beginning) has no gap: it
-//! starts at the first record kept. The range is the topic's: a keyed subscription is told
-//! of it too, although the removed records may have held none of its key's events.
+//! Gaps: the bounds `photon_core::raw::sql::gap` decides from (a topic's last seq and its
+//! first stored one), read from SQLite.
 
+use photon_core::raw::sql::gap::gap_after;
 use photon_core::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -35,10 +29,5 @@ pub(crate) fn find_gap(
     let Some((last_seq, first_stored)) = bounds else {
         return Ok(None);
     };
-    let next = after + 1;
-    if last_seq < next {
-        return Ok(None);
-    }
-    let to = first_stored.unwrap_or(last_seq + 1);
-    Ok((to > next).then_some((next, to)))
+    Ok(gap_after(after, last_seq, first_stored))
 }

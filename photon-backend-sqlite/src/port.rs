@@ -5,20 +5,20 @@ use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use photon_core::group::GroupCoordination;
-use photon_core::{
-    Appended, CheckpointKey, DeliveryStream, GroupRequest, PhotonError, Record, RecordDraft,
-    RecordStream, Result, StorageCapabilities, StoragePort, StoredCheckpoint, SubscribeRequest,
-    TopicInfo,
-};
+use photon_core::raw::cursor::PageRead;
+use photon_core::raw::sql::error::writer_gone;
+use photon_core::raw::sql::{SqlPort, SqlSettings};
+use photon_core::raw::wake::CommitWakers;
+use photon_core::{CheckpointKey, PhotonError, Result};
 
-use crate::checkpoint::Write;
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
-use crate::error::{writer_gone, LABEL};
+use crate::error::LABEL;
 use crate::group::SqliteCoordination;
 use crate::reader::Readers;
 use crate::schema::open_writer;
+use crate::transaction::TransactionWork;
 use crate::writer::{Command, Writer};
-use photon_core::raw::wake::CommitWakers;
+use crate::{checkpoint, consumer};
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///
@@ -43,7 +43,8 @@ pub struct SqliteStoragePort {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
+/// What the clones of a port share.
+pub struct Inner {
     config: SqliteConfig,
     commands: Sender<Command>,
     heads: Arc<CommitWakers>,
@@ -138,127 +139,67 @@ impl SqliteStoragePort {
         &self.inner.config
     }
 
-    /// A handle that does not keep the port (and its writer thread) alive.
-    pub(crate) fn downgrade(&self) -> Weak<Inner> {
-        Arc::downgrade(&self.inner)
-    }
-
-    /// The port of a weak handle, while any clone of it lives.
-    pub(crate) fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
-        weak.upgrade().map(|inner| Self { inner })
-    }
-
-    /// The group primitive over this port's file.
-    pub(crate) fn coordination(&self) -> Arc<dyn GroupCoordination> {
-        Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
-    }
-
-    pub(crate) fn heads(&self) -> &CommitWakers {
-        &self.inner.heads
-    }
-
     pub(crate) fn readers(&self) -> &Arc<Readers> {
         &self.inner.readers
-    }
-
-    /// Hands a command to the writer thread.
-    pub(crate) fn send(&self, command: Command) -> Result<()> {
-        self.inner.commands.send(command).map_err(|_| writer_gone())
     }
 }
 
 #[async_trait]
-impl StoragePort for SqliteStoragePort {
-    fn label(&self) -> &'static str {
-        LABEL
-    }
+impl SqlPort for SqliteStoragePort {
+    const LABEL: &'static str = LABEL;
+    type Across = ();
+    type Own = TransactionWork;
+    type Weak = Weak<Inner>;
+    type Reader = Arc<Readers>;
 
-    fn capabilities(&self) -> StorageCapabilities {
-        StorageCapabilities {
-            get_event: true,
-            list: true,
-            truncate: true,
-            consumer_groups: true,
-            head_seq: true,
-            catalog: true,
-            checkpoint_reset: true,
-            atomic_batches: true,
-            durable: true,
-            max_payload_bytes: self.inner.config.max_payload_bytes,
-            ..StorageCapabilities::default()
+    fn settings(&self) -> SqlSettings {
+        let config = &self.inner.config;
+        SqlSettings {
+            max_payload_bytes: config.max_payload_bytes,
+            page_size: config.page_size,
+            recheck: config.poll_interval,
+            retry_pause: config.poll_interval,
         }
     }
 
-    async fn append(&self, draft: RecordDraft) -> Result<Appended> {
-        self.append_row(draft).await
+    fn send(&self, command: Command) -> Result<()> {
+        self.inner
+            .commands
+            .send(command)
+            .map_err(|_| writer_gone(LABEL))
     }
 
-    async fn append_batch(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
-        self.append_rows(drafts).await
+    fn heads(&self) -> &CommitWakers {
+        &self.inner.heads
     }
 
-    fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
-        self.open_subscription(request)
+    fn coordination(&self) -> Arc<dyn GroupCoordination> {
+        Arc::clone(&self.inner.coordination) as Arc<dyn GroupCoordination>
     }
 
-    async fn get_record(&self, event_id: &str) -> Result<Option<Record>> {
-        self.find(event_id).await
+    fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
     }
 
-    async fn list_by_topic(
-        &self,
+    fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
+    }
+
+    fn reader(&self) -> Arc<Readers> {
+        Arc::clone(&self.inner.readers)
+    }
+
+    async fn read_page(
+        readers: &Arc<Readers>,
         topic: &str,
-        after_seq: i64,
+        key: Option<&str>,
+        after: i64,
         limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.list_after(topic, after_seq, limit).await
+    ) -> Result<PageRead> {
+        consumer::read_page(readers, topic, key, after, limit).await
     }
 
-    async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
-        self.newest(topic, limit).await
-    }
-
-    async fn list_topics(&self) -> Result<Vec<TopicInfo>> {
-        self.topics().await
-    }
-
-    async fn list_checkpoints(&self) -> Result<Vec<StoredCheckpoint>> {
-        self.checkpoints().await
-    }
-
-    async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
-        self.head(topic, key).await
-    }
-
-    async fn truncate_before(&self, topic: &str, before_seq: i64) -> Result<u64> {
-        self.truncate(topic, before_seq).await
-    }
-
-    async fn declare_dead_letter_topic(&self, topic: &str) -> Result<()> {
-        self.declare_dead_letters(topic).await
-    }
-
-    async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
-        self.load(key).await
-    }
-
-    async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
-        self.write_checkpoint(key, Write::Raise(seq)).await
-    }
-
-    async fn reset_checkpoint(&self, key: &CheckpointKey, seq: Option<i64>) -> Result<()> {
-        self.write_checkpoint(key, Write::Replace(seq)).await
-    }
-
-    fn subscribe_group(&self, request: GroupRequest) -> DeliveryStream {
-        photon_core::raw::group::subscribe_group(self, request)
-    }
-
-    fn group_coordination(&self) -> Option<Arc<dyn GroupCoordination>> {
-        Some(self.coordination())
-    }
-
-    fn transactional_port(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+    async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+        checkpoint::load(&self.inner.readers, key).await
     }
 }

@@ -1,39 +1,11 @@
 //! Appends: the draft is encoded on the caller's task, inserted by the writer thread in a
 //! group-committed transaction, and acknowledged after the commit.
 
-use photon_core::{Appended, RecordDraft, Result};
+use photon_core::Appended;
 use rusqlite::{params, Connection, OptionalExtension};
-use tokio::sync::oneshot;
 
-use crate::error::writer_gone;
-use crate::port::SqliteStoragePort;
 use crate::row::PendingRow;
 use crate::topic::TopicRow;
-use crate::writer::Command;
-
-impl SqliteStoragePort {
-    /// Appends a draft and waits for its commit.
-    pub(crate) async fn append_row(&self, draft: RecordDraft) -> Result<Appended> {
-        let row = PendingRow::encode(draft, crate::error::LABEL)?;
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Append { row, reply })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-
-    /// Appends drafts in one transaction (all or none) and waits for its commit.
-    pub(crate) async fn append_rows(&self, drafts: Vec<RecordDraft>) -> Result<Vec<Appended>> {
-        if drafts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = drafts
-            .into_iter()
-            .map(|draft| PendingRow::encode(draft, crate::error::LABEL))
-            .collect::<Result<Vec<_>>>()?;
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::AppendBatch { rows, reply })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-}
 
 /// Inserts one row with the topic's next seq, inside the writer's transaction.
 ///

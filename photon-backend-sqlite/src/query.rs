@@ -1,15 +1,21 @@
 //! Point queries on read connections: get by id, listing, head seq.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use photon_core::raw::sql::SqlQueries;
 use photon_core::{Record, Result};
 use rusqlite::{params, OptionalExtension};
 
 use crate::error::sqlite_error;
 use crate::port::SqliteStoragePort;
+use crate::reader::Readers;
 use crate::row::{read_row, select_rows, RECORD_COLUMNS};
 
-impl SqliteStoragePort {
+#[async_trait]
+impl SqlQueries for SqliteStoragePort {
     /// The record with this event id, if stored.
-    pub(crate) async fn find(&self, event_id: &str) -> Result<Option<Record>> {
+    async fn find(&self, event_id: &str) -> Result<Option<Record>> {
         let event_id = event_id.to_owned();
         self.readers()
             .read(move |connection| {
@@ -31,51 +37,28 @@ impl SqliteStoragePort {
     }
 
     /// Up to `limit` records with `seq > after_seq`, oldest first.
-    pub(crate) async fn list_after(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
+    async fn list_after(&self, topic: &str, after_seq: i64, limit: usize) -> Result<Vec<Record>> {
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events \
              WHERE topic_id = (SELECT topic_id FROM topics WHERE name = ?1) AND seq > ?2 \
              ORDER BY seq LIMIT ?3"
         );
-        self.list(topic, sql, after_seq, limit).await
+        list(self.readers(), topic, sql, after_seq, limit).await
     }
 
     /// The `limit` newest records, newest first.
-    pub(crate) async fn newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
+    async fn newest(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
         // `?2` is left unbound on purpose: both listings share one parameter list.
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM events \
              WHERE topic_id = (SELECT topic_id FROM topics WHERE name = ?1) \
              ORDER BY seq DESC LIMIT ?3"
         );
-        self.list(topic, sql, 0, limit).await
-    }
-
-    async fn list(
-        &self,
-        topic: &str,
-        sql: String,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        let topic = topic.to_owned();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.readers()
-            .read(move |connection| {
-                let rows = select_rows(connection, &sql, params![topic, after_seq, limit])
-                    .map_err(|e| sqlite_error(&format!("list topic {topic:?}"), e))?;
-                rows.into_iter().map(|row| row.decode(&topic)).collect()
-            })
-            .await
+        list(self.readers(), topic, sql, 0, limit).await
     }
 
     /// Highest stored seq of the topic, or of one key.
-    pub(crate) async fn head(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+    async fn head(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
         let topic = topic.to_owned();
         let key = key.map(str::to_owned);
         self.readers()
@@ -99,4 +82,23 @@ impl SqliteStoragePort {
             })
             .await
     }
+}
+
+/// The records `sql` selects from `topic` (its parameters: topic, after seq, limit).
+async fn list(
+    readers: &Arc<Readers>,
+    topic: &str,
+    sql: String,
+    after_seq: i64,
+    limit: usize,
+) -> Result<Vec<Record>> {
+    let topic = topic.to_owned();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    readers
+        .read(move |connection| {
+            let rows = select_rows(connection, &sql, params![topic, after_seq, limit])
+                .map_err(|e| sqlite_error(&format!("list topic {topic:?}"), e))?;
+            rows.into_iter().map(|row| row.decode(&topic)).collect()
+        })
+        .await
 }

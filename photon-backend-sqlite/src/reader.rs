@@ -12,7 +12,7 @@ use crate::schema::open_reader;
 
 /// A pool of read connections onto one database file.
 #[derive(Debug)]
-pub(crate) struct Readers {
+pub struct Readers {
     config: SqliteConfig,
     idle: Mutex<Vec<Connection>>,
 }

@@ -12,38 +12,10 @@
 
 use std::time::Duration;
 
-use photon_core::Result;
 use rusqlite::{params, Connection, TransactionBehavior};
-use tokio::sync::oneshot;
 
 use crate::config::SqliteConfig;
-use crate::error::writer_gone;
-use crate::port::SqliteStoragePort;
 use crate::topic::{all_topics, find_topic};
-use crate::writer::Command;
-
-impl SqliteStoragePort {
-    /// Deletes the records of `topic` with `seq < before_seq` and waits for the commit.
-    pub(crate) async fn truncate(&self, topic: &str, before_seq: i64) -> Result<u64> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Truncate {
-            topic: topic.to_owned(),
-            before_seq,
-            reply,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-
-    /// Marks `topic` as a dead-letter topic and waits for the commit.
-    pub(crate) async fn declare_dead_letters(&self, topic: &str) -> Result<()> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::DeclareDeadLetters {
-            topic: topic.to_owned(),
-            reply,
-        })?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-}
 
 /// Records `topic` as a dead-letter topic, inside the writer's transaction.
 pub(crate) fn declare_dead_letters(connection: &Connection, topic: &str) -> rusqlite::Result<()> {

@@ -22,13 +22,15 @@ use photon_core::{
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use crate::checkpoint::{self, Write};
-use crate::error::{sqlite_error, writer_gone};
+use crate::checkpoint;
+use crate::error::{sqlite_error, LABEL};
 use crate::port::SqliteStoragePort;
 use crate::publish;
 use crate::row::PendingRow;
 use crate::topic::{provision_topic, store_last_seq};
 use crate::writer::Command;
+use photon_core::raw::sql::error::{panic_text, writer_gone};
+use photon_core::raw::sql::{SqlPort, Write};
 use photon_core::raw::wake::CommitWakers;
 
 /// A transaction on the port's write connection, handed to the closure of
@@ -118,7 +120,7 @@ fn append(connection: &Connection, row: &PendingRow) -> Result<Appended> {
 }
 
 /// Work the writer thread runs alone, in its own transaction; it answers its caller itself.
-pub(crate) struct TransactionWork(Box<WriterWork>);
+pub struct TransactionWork(Box<WriterWork>);
 
 /// What the writer calls: its connection, and the watchers to wake after a commit.
 type WriterWork = dyn FnOnce(&mut Connection, &CommitWakers) + Send;
@@ -191,8 +193,8 @@ impl SqliteStoragePort {
             // A caller that stopped waiting no longer needs the answer.
             let _ = reply.send(run(connection, heads, work));
         }));
-        self.send(Command::Transaction(work))?;
-        answer.await.map_err(|_| writer_gone())?
+        self.send(Command::Own(work))?;
+        answer.await.map_err(|_| writer_gone(LABEL))?
     }
 }
 
@@ -226,11 +228,7 @@ fn run<T>(
 }
 
 fn panicked(panic: &(dyn std::any::Any + Send)) -> PhotonError {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-text panic".to_owned());
+    let text = panic_text(panic);
     PhotonError::handler_permanent(format!("transaction panicked (rolled back): {text}"))
 }
 

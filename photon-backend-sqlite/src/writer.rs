@@ -14,77 +14,22 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Instant;
 
-use photon_core::{Appended, CheckpointKey, PhotonError, Result};
+use photon_core::raw::sql::Outcome;
+use photon_core::Appended;
 use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::oneshot;
 
 use crate::config::SqliteConfig;
-use crate::error::{is_busy, shared_failure};
+use crate::error::{is_busy, LABEL};
 use crate::row::PendingRow;
 use crate::topic::{find_topic, provision_topic, store_last_seq, TopicRow};
 use crate::transaction::TransactionWork;
 use crate::{checkpoint, publish, retention};
 use photon_core::raw::wake::CommitWakers;
 
-/// A write (or a read that must be ordered with writes) for the writer thread.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Append one encoded draft.
-    Append {
-        row: PendingRow,
-        reply: oneshot::Sender<Result<Appended>>,
-    },
-    /// Append a caller's batch of encoded drafts, all in the one transaction.
-    AppendBatch {
-        rows: Vec<PendingRow>,
-        reply: oneshot::Sender<Result<Vec<Appended>>>,
-    },
-    /// Raise a checkpoint.
-    Checkpoint {
-        key: CheckpointKey,
-        write: checkpoint::Write,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    /// Delete a topic's records below a seq.
-    Truncate {
-        topic: String,
-        before_seq: i64,
-        reply: oneshot::Sender<Result<u64>>,
-    },
-    /// The topic's last seq once every command sent before this one is committed: where a
-    /// tail subscription starts.
-    TailSeq {
-        topic: String,
-        reply: oneshot::Sender<Result<i64>>,
-    },
-    /// Mark a topic as a dead-letter topic, which retention keeps.
-    DeclareDeadLetters {
-        topic: String,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    /// A caller's transaction (see `transaction.rs`): run alone, never in a batch, and
-    /// answered by the work itself.
-    Transaction(TransactionWork),
-}
-
-impl Command {
-    /// How many events the command appends (at least 1, for the group-commit cap).
-    fn events(&self) -> usize {
-        match self {
-            Self::AppendBatch { rows, .. } => rows.len().max(1),
-            _ => 1,
-        }
-    }
-}
-
-/// What one command produced in a committed transaction.
-enum Outcome {
-    Appended(Appended),
-    AppendedBatch(Vec<Appended>),
-    Done,
-    Truncated(u64),
-    Tail(i64),
-}
+/// A write for the writer thread: the kit's commands, and a caller's transaction (see
+/// `transaction.rs`), which runs alone, never in a batch, and is answered by the work
+/// itself.
+pub(crate) type Command = photon_core::raw::sql::Command<(), TransactionWork>;
 
 /// A topic touched by the running transaction.
 struct TouchedTopic {
@@ -185,7 +130,7 @@ impl Writer {
         let mut plain = Vec::with_capacity(batch.len());
         for command in batch {
             match command {
-                Command::Transaction(work) => {
+                Command::Own(work) => {
                     if !plain.is_empty() {
                         self.execute(std::mem::take(&mut plain));
                     }
@@ -208,7 +153,7 @@ impl Writer {
                     }
                 }
                 for (command, outcome) in batch.into_iter().zip(outcomes) {
-                    answer(command, outcome);
+                    command.answer(LABEL, outcome);
                 }
             }
             Err(error) if batch.len() > 1 && !is_busy(&error) => {
@@ -221,7 +166,7 @@ impl Writer {
                 let busy = is_busy(&error);
                 let cause = error.to_string();
                 for command in batch {
-                    fail(command, busy, &cause);
+                    command.fail(LABEL, busy, &cause);
                 }
             }
         }
@@ -263,7 +208,7 @@ fn apply(connection: &mut Connection, batch: &[Command]) -> rusqlite::Result<App
                 Outcome::Done
             }
             // Never batched: `execute_in_order` runs each alone.
-            Command::Transaction(_) => Outcome::Done,
+            Command::Own(_) => Outcome::Done,
         };
         outcomes.push(outcome);
     }
@@ -294,69 +239,4 @@ fn append(
     let (appended, inserted) = publish::insert(transaction, &mut state.row, row)?;
     state.appended |= inserted;
     Ok(appended)
-}
-
-fn answer(command: Command, outcome: Outcome) {
-    // A caller that stopped waiting (a dropped future) no longer needs its answer.
-    match (command, outcome) {
-        (Command::Append { reply, .. }, Outcome::Appended(appended)) => {
-            let _ = reply.send(Ok(appended));
-        }
-        (Command::AppendBatch { reply, .. }, Outcome::AppendedBatch(appended)) => {
-            let _ = reply.send(Ok(appended));
-        }
-        (Command::Checkpoint { reply, .. }, Outcome::Done) => {
-            let _ = reply.send(Ok(()));
-        }
-        (Command::Truncate { reply, .. }, Outcome::Truncated(count)) => {
-            let _ = reply.send(Ok(count));
-        }
-        (Command::TailSeq { reply, .. }, Outcome::Tail(seq)) => {
-            let _ = reply.send(Ok(seq));
-        }
-        (Command::DeclareDeadLetters { reply, .. }, Outcome::Done) => {
-            let _ = reply.send(Ok(()));
-        }
-        (command, _) => fail(
-            command,
-            false,
-            "internal error: outcome does not match its command",
-        ),
-    }
-}
-
-fn fail(command: Command, busy: bool, cause: &str) {
-    let error = |what: &str| -> PhotonError { shared_failure(what, busy, cause) };
-    match command {
-        Command::Append { reply, row } => {
-            let _ = reply.send(Err(error(&format!("append to topic {:?}", row.topic))));
-        }
-        Command::AppendBatch { reply, rows } => {
-            let topics: std::collections::BTreeSet<&str> =
-                rows.iter().map(|row| row.topic.as_str()).collect();
-            let _ = reply.send(Err(error(&format!(
-                "append a batch of {} events to topics {topics:?} (none stored)",
-                rows.len()
-            ))));
-        }
-        Command::Checkpoint { reply, key, .. } => {
-            let _ = reply.send(Err(error(&format!(
-                "commit checkpoint {:?}",
-                key.subscription
-            ))));
-        }
-        Command::Truncate { reply, topic, .. } => {
-            let _ = reply.send(Err(error(&format!("truncate topic {topic:?}"))));
-        }
-        Command::TailSeq { reply, topic } => {
-            let _ = reply.send(Err(error(&format!("read the head of topic {topic:?}"))));
-        }
-        Command::DeclareDeadLetters { reply, topic } => {
-            let _ = reply.send(Err(error(&format!(
-                "mark topic {topic:?} as a dead-letter topic"
-            ))));
-        }
-        // Dropping the work drops its reply: its caller sees the writer gone.
-        Command::Transaction(_) => {}
-    }
 }

@@ -7,10 +7,13 @@
 //! - [`wake`]: the per-topic commit signal a port's writer raises and its cursors wait on.
 //! - [`shard`]: shard of a key, and seqs over several shards.
 //! - [`group`]: the lease protocol's member, for ports whose groups run it.
+//! - [`sql`]: the SQL port kit: the writer's protocol and a `StoragePort` over a SQL
+//!   port's statements (the SQLite and PostgreSQL ports).
 
 pub mod cursor;
 pub mod row;
 pub mod shard;
+pub mod sql;
 pub mod wake;
 pub mod wire;
 
