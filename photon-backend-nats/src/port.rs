@@ -293,13 +293,8 @@ impl StoragePort for NatsStoragePort {
         self.find(event_id).await
     }
 
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.list_after(topic, after_seq, limit).await
+    async fn list_by_topic(&self, topic: &str, after: i64, limit: usize) -> Result<Vec<Record>> {
+        self.list_after(topic, after, limit).await
     }
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {

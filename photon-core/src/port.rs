@@ -291,19 +291,14 @@ pub trait StoragePort: Send + Sync + 'static {
         Err(self.unsupported("get_event"))
     }
 
-    /// Up to `limit` records of a topic with `seq > after_seq`, oldest first.
+    /// Up to `limit` records of a topic with `seq > after`, oldest first.
     ///
     /// - Requires capability `list`.
     ///
     /// # Errors
     /// [`PhotonError::Unsupported`] without the capability.
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        let _ = (topic, after_seq, limit);
+    async fn list_by_topic(&self, topic: &str, after: i64, limit: usize) -> Result<Vec<Record>> {
+        let _ = (topic, after, limit);
         Err(self.unsupported("list_by_topic"))
     }
 

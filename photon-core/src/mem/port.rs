@@ -139,13 +139,8 @@ impl StoragePort for MemStoragePort {
         self.find(event_id)
     }
 
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.list_after(topic, after_seq, limit)
+    async fn list_by_topic(&self, topic: &str, after: i64, limit: usize) -> Result<Vec<Record>> {
+        self.list_after(topic, after, limit)
     }
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {

@@ -218,13 +218,8 @@ impl StoragePort for HookedPort {
         self.inner.get_record(event_id).await
     }
 
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.inner.list_by_topic(topic, after_seq, limit).await
+    async fn list_by_topic(&self, topic: &str, after: i64, limit: usize) -> Result<Vec<Record>> {
+        self.inner.list_by_topic(topic, after, limit).await
     }
 
     async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {

@@ -217,13 +217,8 @@ impl<P: SqlPort> StoragePort for P {
         self.find(event_id).await
     }
 
-    async fn list_by_topic(
-        &self,
-        topic: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Vec<Record>> {
-        self.list_after(topic, after_seq, limit).await
+    async fn list_by_topic(&self, topic: &str, after: i64, limit: usize) -> Result<Vec<Record>> {
+        self.list_after(topic, after, limit).await
     }
 
     async fn list_recent(&self, topic: &str, limit: usize) -> Result<Vec<Record>> {
