@@ -80,12 +80,6 @@ fn live_members(rows: &[Row]) -> std::result::Result<Vec<LiveMember>, tokio_post
 #[async_trait]
 impl GroupCoordination for PostgresCoordination {
     async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
-        let Heartbeat {
-            member,
-            owner,
-            partitions,
-            ttl,
-        } = beat;
         let what = "record a group heartbeat";
         let failed = |e| pg_error(what, e);
         let mut client = self.pool.get().await.map_err(|e| pool_error(what, e))?;
@@ -104,10 +98,10 @@ impl GroupCoordination for PostgresCoordination {
                 &[
                     &scope.group,
                     &scope.topic,
-                    &owner,
-                    &member,
-                    &i64::from(partitions),
-                    &ms(ttl),
+                    &beat.owner,
+                    &beat.member,
+                    &i64::from(beat.partitions),
+                    &ms(beat.ttl),
                 ],
             )
             .await
@@ -164,13 +158,8 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
-        let Claim {
-            partition,
-            owner,
-            ttl,
-        } = claim;
         let what = "acquire a group lease";
-        let part = i64::from(partition);
+        let part = i64::from(claim.partition);
         self.query(
             what,
             "INSERT INTO group_partitions (grp, topic, part) VALUES ($1, $2, $3) \
@@ -185,7 +174,13 @@ impl GroupCoordination for PostgresCoordination {
                  expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond' \
                  WHERE grp = $1 AND topic = $2 AND part = $3 \
                  AND (owner = '' OR expires_at <= clock_timestamp()) RETURNING epoch",
-                &[&scope.group, &scope.topic, &part, &owner, &ms(ttl)],
+                &[
+                    &scope.group,
+                    &scope.topic,
+                    &part,
+                    &claim.owner,
+                    &ms(claim.ttl),
+                ],
             )
             .await?;
         match rows.first() {
@@ -197,11 +192,6 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
         let rows = self
             .query(
                 "renew a group lease",
@@ -212,9 +202,9 @@ impl GroupCoordination for PostgresCoordination {
                 &[
                     &scope.group,
                     &scope.topic,
-                    &i64::from(partition),
-                    &owner,
-                    &stored_epoch(epoch),
+                    &i64::from(held.partition),
+                    &held.owner,
+                    &stored_epoch(held.epoch),
                     &ms(ttl),
                 ],
             )
@@ -223,11 +213,6 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
         self.query(
             "release a group lease",
             "UPDATE group_partitions SET owner = '', expires_at = '-infinity' \
@@ -235,9 +220,9 @@ impl GroupCoordination for PostgresCoordination {
             &[
                 &scope.group,
                 &scope.topic,
-                &i64::from(partition),
-                &owner,
-                &stored_epoch(epoch),
+                &i64::from(held.partition),
+                &held.owner,
+                &stored_epoch(held.epoch),
             ],
         )
         .await?;
@@ -260,11 +245,6 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
         let rows = self
             .query(
                 "commit a group partition checkpoint",
@@ -274,9 +254,9 @@ impl GroupCoordination for PostgresCoordination {
                 &[
                     &scope.group,
                     &scope.topic,
-                    &i64::from(partition),
-                    &owner,
-                    &stored_epoch(epoch),
+                    &i64::from(held.partition),
+                    &held.owner,
+                    &stored_epoch(held.epoch),
                     &seq,
                 ],
             )
@@ -287,8 +267,8 @@ impl GroupCoordination for PostgresCoordination {
             Err(PhotonError::Fenced {
                 group: scope.group.clone(),
                 topic: scope.topic.clone(),
-                partition,
-                epoch,
+                partition: held.partition,
+                epoch: held.epoch,
             })
         }
     }

@@ -135,13 +135,7 @@ fn stored_epoch(epoch: u64) -> i64 {
 #[async_trait]
 impl GroupCoordination for SqliteCoordination {
     async fn heartbeat(&self, scope: &GroupScope, beat: Heartbeat<'_>) -> Result<Vec<LiveMember>> {
-        let Heartbeat {
-            member,
-            owner,
-            partitions,
-            ttl,
-        } = beat;
-        let (scope, member, owner) = (scope.clone(), member.to_owned(), owner.to_owned());
+        let (scope, member, owner) = (scope.clone(), beat.member.to_owned(), beat.owner.to_owned());
         self.run("record a group heartbeat", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Read with the write lock held: the wait for it must not shorten a lease.
@@ -152,7 +146,7 @@ impl GroupCoordination for SqliteCoordination {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
                      ON CONFLICT (grp, topic, owner) DO UPDATE SET expires_at = excluded.expires_at",
                 )?
-                .execute(params![scope.group, scope.topic, owner, member, partitions, now + ms(ttl)])?;
+                .execute(params![scope.group, scope.topic, owner, member, beat.partitions, now + ms(beat.ttl)])?;
             transaction
                 .prepare_cached(
                     "DELETE FROM group_members WHERE grp = ?1 AND topic = ?2 AND expires_at <= ?3",
@@ -209,12 +203,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn acquire(&self, scope: &GroupScope, claim: Claim<'_>) -> Result<Option<u64>> {
-        let Claim {
-            partition,
-            owner,
-            ttl,
-        } = claim;
-        let (scope, owner) = (scope.clone(), owner.to_owned());
+        let (scope, owner) = (scope.clone(), claim.owner.to_owned());
         self.run("acquire a group lease", move |connection, _| {
             let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Read with the write lock held: the wait for it must not shorten a lease.
@@ -223,7 +212,7 @@ impl GroupCoordination for SqliteCoordination {
                 .prepare_cached(
                     "INSERT OR IGNORE INTO group_partitions (grp, topic, partition) VALUES (?1, ?2, ?3)",
                 )?
-                .execute(params![scope.group, scope.topic, partition])?;
+                .execute(params![scope.group, scope.topic, claim.partition])?;
             let epoch: Option<i64> = transaction
                 .prepare_cached(
                     "UPDATE group_partitions SET owner = ?4, epoch = epoch + 1, expires_at = ?5 \
@@ -231,7 +220,7 @@ impl GroupCoordination for SqliteCoordination {
                      AND (owner = '' OR expires_at <= ?6) RETURNING epoch",
                 )?
                 .query_row(
-                    params![scope.group, scope.topic, partition, owner, now + ms(ttl), now],
+                    params![scope.group, scope.topic, claim.partition, owner, now + ms(claim.ttl), now],
                     |row| row.get(0),
                 )
                 .optional()?;
@@ -242,12 +231,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
-        let (scope, owner) = (scope.clone(), owner.to_owned());
+        let (scope, owner) = (scope.clone(), held.owner.to_owned());
         self.run("renew a group lease", move |connection, _| {
             let transaction =
                 connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -262,9 +246,9 @@ impl GroupCoordination for SqliteCoordination {
                 .execute(params![
                     scope.group,
                     scope.topic,
-                    partition,
+                    held.partition,
                     owner,
-                    stored_epoch(epoch),
+                    stored_epoch(held.epoch),
                     now + ms(ttl),
                     now
                 ])?;
@@ -275,12 +259,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
-        let (scope, owner) = (scope.clone(), owner.to_owned());
+        let (scope, owner) = (scope.clone(), held.owner.to_owned());
         self.run("release a group lease", move |connection, _| {
             connection
                 .prepare_cached(
@@ -290,9 +269,9 @@ impl GroupCoordination for SqliteCoordination {
                 .execute(params![
                     scope.group,
                     scope.topic,
-                    partition,
+                    held.partition,
                     owner,
-                    stored_epoch(epoch)
+                    stored_epoch(held.epoch)
                 ])?;
             Ok(())
         })
@@ -316,12 +295,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
-        let HeldLease {
-            partition,
-            owner,
-            epoch,
-        } = held;
-        let (scope_owned, owner) = (scope.clone(), owner.to_owned());
+        let (scope_owned, owner) = (scope.clone(), held.owner.to_owned());
         let changed = self
             .run(
                 "commit a group partition checkpoint",
@@ -340,9 +314,9 @@ impl GroupCoordination for SqliteCoordination {
                         .execute(params![
                             scope.group,
                             scope.topic,
-                            partition,
+                            held.partition,
                             owner,
-                            stored_epoch(epoch),
+                            stored_epoch(held.epoch),
                             seq,
                             now
                         ])?;
@@ -357,8 +331,8 @@ impl GroupCoordination for SqliteCoordination {
             Err(PhotonError::Fenced {
                 group: scope.group.clone(),
                 topic: scope.topic.clone(),
-                partition,
-                epoch,
+                partition: held.partition,
+                epoch: held.epoch,
             })
         }
     }
