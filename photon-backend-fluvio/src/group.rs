@@ -409,15 +409,6 @@ impl FluvioCoordination {
         .unwrap_or_else(|_| Err(Self::timed_out(&name, "catching up")))
     }
 
-    fn fenced(scope: &GroupScope, partition: u32, epoch: u64) -> PhotonError {
-        PhotonError::Fenced {
-            group: scope.group.clone(),
-            topic: scope.topic.clone(),
-            partition,
-            epoch,
-        }
-    }
-
     fn unexpected(outcome: &Outcome) -> PhotonError {
         PhotonError::Storage {
             backend: crate::error::LABEL,
@@ -564,7 +555,7 @@ impl GroupCoordination for FluvioCoordination {
         };
         match self.call(scope, op).await? {
             Outcome::Committed(true) => Ok(()),
-            Outcome::Committed(false) => Err(Self::fenced(scope, held.partition, held.epoch)),
+            Outcome::Committed(false) => Err(held.fenced(scope)),
             other => Err(Self::unexpected(&other)),
         }
     }

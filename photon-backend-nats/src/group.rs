@@ -318,15 +318,6 @@ impl NatsCoordination {
         Ok(records)
     }
 
-    fn fenced(scope: &GroupScope, partition: u32, epoch: u64) -> PhotonError {
-        PhotonError::Fenced {
-            group: scope.group.clone(),
-            topic: scope.topic.clone(),
-            partition,
-            epoch,
-        }
-    }
-
     fn live_members(records: &[(String, Stored<MemberRecord>)], now: i128) -> Vec<LiveMember> {
         let mut members: Vec<LiveMember> = records
             .iter()
@@ -478,11 +469,11 @@ impl GroupCoordination for NatsCoordination {
         let stream = self.stream().await?;
         for _ in 0..MAX_ATTEMPTS {
             let Some(current) = self.read_lease(&stream, scope, held.partition).await? else {
-                return Err(Self::fenced(scope, held.partition, held.epoch));
+                return Err(held.fenced(scope));
             };
             let now = self.now().await?;
             if !LeaseRecord::held_by(&current, held.owner, held.epoch, now) {
-                return Err(Self::fenced(scope, held.partition, held.epoch));
+                return Err(held.fenced(scope));
             }
             if current.value.seq.is_some_and(|stored| stored >= seq) {
                 return Ok(());

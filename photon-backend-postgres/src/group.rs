@@ -19,7 +19,7 @@ use deadpool_postgres::Pool;
 use photon_core::group::{
     Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
 };
-use photon_core::{PhotonError, Result};
+use photon_core::Result;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -192,6 +192,7 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
+        let (part, epoch) = (i64::from(held.partition), stored_epoch(held.epoch));
         let rows = self
             .query(
                 "renew a group lease",
@@ -202,9 +203,9 @@ impl GroupCoordination for PostgresCoordination {
                 &[
                     &scope.group,
                     &scope.topic,
-                    &i64::from(held.partition),
+                    &part,
                     &held.owner,
-                    &stored_epoch(held.epoch),
+                    &epoch,
                     &ms(ttl),
                 ],
             )
@@ -213,17 +214,12 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
+        let (part, epoch) = (i64::from(held.partition), stored_epoch(held.epoch));
         self.query(
             "release a group lease",
             "UPDATE group_partitions SET owner = '', expires_at = '-infinity' \
              WHERE grp = $1 AND topic = $2 AND part = $3 AND owner = $4 AND epoch = $5",
-            &[
-                &scope.group,
-                &scope.topic,
-                &i64::from(held.partition),
-                &held.owner,
-                &stored_epoch(held.epoch),
-            ],
+            &[&scope.group, &scope.topic, &part, &held.owner, &epoch],
         )
         .await?;
         Ok(())
@@ -245,31 +241,20 @@ impl GroupCoordination for PostgresCoordination {
     }
 
     async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
+        let (part, epoch) = (i64::from(held.partition), stored_epoch(held.epoch));
         let rows = self
             .query(
                 "commit a group partition checkpoint",
                 "UPDATE group_partitions SET seq = greatest(coalesce(seq, $6), $6) \
                  WHERE grp = $1 AND topic = $2 AND part = $3 AND owner = $4 AND epoch = $5 \
                  AND expires_at > clock_timestamp() RETURNING epoch",
-                &[
-                    &scope.group,
-                    &scope.topic,
-                    &i64::from(held.partition),
-                    &held.owner,
-                    &stored_epoch(held.epoch),
-                    &seq,
-                ],
+                &[&scope.group, &scope.topic, &part, &held.owner, &epoch, &seq],
             )
             .await?;
         if rows.len() == 1 {
             Ok(())
         } else {
-            Err(PhotonError::Fenced {
-                group: scope.group.clone(),
-                topic: scope.topic.clone(),
-                partition: held.partition,
-                epoch: held.epoch,
-            })
+            Err(held.fenced(scope))
         }
     }
 

@@ -231,6 +231,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn renew(&self, scope: &GroupScope, held: HeldLease<'_>, ttl: Duration) -> Result<bool> {
+        let epoch = stored_epoch(held.epoch);
         let (scope, owner) = (scope.clone(), held.owner.to_owned());
         self.run("renew a group lease", move |connection, _| {
             let transaction =
@@ -248,7 +249,7 @@ impl GroupCoordination for SqliteCoordination {
                     scope.topic,
                     held.partition,
                     owner,
-                    stored_epoch(held.epoch),
+                    epoch,
                     now + ms(ttl),
                     now
                 ])?;
@@ -259,6 +260,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn release(&self, scope: &GroupScope, held: HeldLease<'_>) -> Result<()> {
+        let epoch = stored_epoch(held.epoch);
         let (scope, owner) = (scope.clone(), held.owner.to_owned());
         self.run("release a group lease", move |connection, _| {
             connection
@@ -266,13 +268,7 @@ impl GroupCoordination for SqliteCoordination {
                     "UPDATE group_partitions SET owner = '', expires_at = 0 \
                      WHERE grp = ?1 AND topic = ?2 AND partition = ?3 AND owner = ?4 AND epoch = ?5",
                 )?
-                .execute(params![
-                    scope.group,
-                    scope.topic,
-                    held.partition,
-                    owner,
-                    stored_epoch(held.epoch)
-                ])?;
+                .execute(params![scope.group, scope.topic, held.partition, owner, epoch])?;
             Ok(())
         })
         .await
@@ -295,6 +291,7 @@ impl GroupCoordination for SqliteCoordination {
     }
 
     async fn commit(&self, scope: &GroupScope, held: HeldLease<'_>, seq: i64) -> Result<()> {
+        let epoch = stored_epoch(held.epoch);
         let (scope_owned, owner) = (scope.clone(), held.owner.to_owned());
         let changed = self
             .run(
@@ -316,7 +313,7 @@ impl GroupCoordination for SqliteCoordination {
                             scope.topic,
                             held.partition,
                             owner,
-                            stored_epoch(held.epoch),
+                            epoch,
                             seq,
                             now
                         ])?;
@@ -328,12 +325,7 @@ impl GroupCoordination for SqliteCoordination {
         if changed == 1 {
             Ok(())
         } else {
-            Err(PhotonError::Fenced {
-                group: scope.group.clone(),
-                topic: scope.topic.clone(),
-                partition: held.partition,
-                epoch: held.epoch,
-            })
+            Err(held.fenced(scope))
         }
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::Result;
+use crate::error::{PhotonError, Result};
 use crate::port::{RecordStream, StartAt};
 
 /// One group on one topic: the namespace of its members, leases and checkpoints.
@@ -84,6 +84,18 @@ pub struct HeldLease<'a> {
     pub owner: &'a str,
     /// The epoch the lease was acquired at.
     pub epoch: u64,
+}
+
+impl HeldLease<'_> {
+    /// The refusal of a call made under this lease after it expired or moved.
+    pub fn fenced(&self, scope: &GroupScope) -> PhotonError {
+        PhotonError::Fenced {
+            group: scope.group.clone(),
+            topic: scope.topic.clone(),
+            partition: self.partition,
+            epoch: self.epoch,
+        }
+    }
 }
 
 impl Ownership {

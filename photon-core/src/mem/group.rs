@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use crate::error::{PhotonError, Result};
+use crate::error::Result;
 use crate::group::{
     Claim, GroupCoordination, GroupScope, Heartbeat, HeldLease, LiveMember, PartitionLease,
 };
@@ -171,12 +171,7 @@ impl GroupCoordination for MemCoordination {
                 lease.checkpoint = Some(lease.checkpoint.map_or(seq, |c| c.max(seq)));
                 Ok(())
             }
-            None => Err(PhotonError::Fenced {
-                group: scope.group.clone(),
-                topic: scope.topic.clone(),
-                partition: held.partition,
-                epoch: held.epoch,
-            }),
+            None => Err(held.fenced(scope)),
         }
     }
 
