@@ -49,6 +49,34 @@ pub struct StorageCapabilities {
 /// 1 MiB: the default body limit.
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 
+impl StorageCapabilities {
+    /// Every query and administration capability on (`get_event`, `list`, `truncate`,
+    /// `consumer_groups`, `head_seq`, `catalog`, `checkpoint_reset`), the rest as
+    /// [`Default`]: the start of a port that answers every query, which then says what it adds.
+    ///
+    /// ```
+    /// use photon_core::StorageCapabilities;
+    ///
+    /// let capabilities = StorageCapabilities {
+    ///     durable: true,
+    ///     ..StorageCapabilities::queryable()
+    /// };
+    /// assert!(capabilities.list && capabilities.catalog && !capabilities.atomic_batches);
+    /// ```
+    pub fn queryable() -> Self {
+        Self {
+            get_event: true,
+            list: true,
+            truncate: true,
+            consumer_groups: true,
+            head_seq: true,
+            catalog: true,
+            checkpoint_reset: true,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for StorageCapabilities {
     fn default() -> Self {
         Self {

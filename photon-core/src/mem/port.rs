@@ -105,17 +105,10 @@ impl StoragePort for MemStoragePort {
 
     fn capabilities(&self) -> StorageCapabilities {
         StorageCapabilities {
-            get_event: true,
-            list: true,
-            truncate: true,
-            consumer_groups: true,
-            head_seq: true,
-            catalog: true,
-            checkpoint_reset: true,
             atomic_batches: true,
             durable: false,
             max_payload_bytes: self.shared.max_payload_bytes,
-            ..StorageCapabilities::default()
+            ..StorageCapabilities::queryable()
         }
     }
 

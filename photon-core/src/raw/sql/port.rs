@@ -174,17 +174,10 @@ impl<P: SqlPort> StoragePort for P {
 
     fn capabilities(&self) -> StorageCapabilities {
         StorageCapabilities {
-            get_event: true,
-            list: true,
-            truncate: true,
-            consumer_groups: true,
-            head_seq: true,
-            catalog: true,
-            checkpoint_reset: true,
             atomic_batches: true,
             durable: true,
             max_payload_bytes: self.settings().max_payload_bytes,
-            ..StorageCapabilities::default()
+            ..StorageCapabilities::queryable()
         }
     }
 
