@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use photon_core::{Body, Headers, RecordDraft, StoragePort};
+use photon_core::{RecordDraft, StoragePort};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -120,17 +119,7 @@ async fn relay(
 }
 
 fn draft(i: i64) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: "lost".to_owned(),
-        topic_key: Some(format!("k{}", i % 2)),
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!({ "i": i }),
-            headers: Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft("lost", Some(&format!("k{}", i % 2)), json!({ "i": i }))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

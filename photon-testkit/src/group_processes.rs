@@ -765,3 +765,60 @@ pub(crate) async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     ALONE.lock().await
 }
+
+/// Expands to a port's multi-process group tests: the ignored child test `group_child`
+/// ([`GroupProcesses::child`]) and one `#[tokio::test]` per listed test, each calling the
+/// named method of [`GroupProcesses`] in a fresh temporary directory.
+///
+/// `setup` is an async function called as `setup(dir: &Path, args...)` with the listed
+/// arguments; it returns `Option<(String, G)>`: the location handed to `open`, and a
+/// guard kept until the test ends (a factory that deletes its streams on drop, say).
+/// `None` skips the test: `setup` reports why (see [`crate::skip_or_fail`]).
+///
+/// ```ignore
+/// photon_testkit::group_process_tests! {
+///     role_env: "PHOTON_NATS_TEST_GROUP_ROLE",
+///     open: open,
+///     setup: location,
+///     tests: {
+///         group_members_survive_kills => members_survive_kills(1),
+///         group_members_survive_kills_four_shards => members_survive_kills(4),
+///     }
+/// }
+/// ```
+///
+/// The calling crate needs `tokio` and `tempfile` among its dev-dependencies.
+#[macro_export]
+macro_rules! group_process_tests {
+    (
+        role_env: $role_env:expr,
+        open: $open:expr,
+        setup: $setup:expr,
+        tests: { $( $(#[$meta:meta])* $name:ident => $method:ident ( $($arg:expr),* ) ),* $(,)? }
+    ) => {
+        /// A child process of the tests below.
+        #[test]
+        #[ignore = "child process of the group process tests"]
+        fn group_child() {
+            $crate::group_processes::GroupProcesses::child($role_env, $open);
+        }
+
+        $(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let directory = tempfile::tempdir().unwrap();
+                if let Some((location, _guard)) = $setup(directory.path() $(, $arg)*).await {
+                    $crate::group_processes::GroupProcesses {
+                        role_env: $role_env,
+                        location,
+                        open: $open,
+                        dir: directory.path().to_owned(),
+                    }
+                    .$method()
+                    .await;
+                }
+            }
+        )*
+    };
+}

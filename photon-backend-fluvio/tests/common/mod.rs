@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use photon_backend_fluvio::{
     fluvio_endpoint_from_env, FluvioStoragePort, FluvioStoragePortBuilder,
 };
@@ -51,6 +52,33 @@ impl FluvioFactory {
     pub async fn port(&self) -> Result<FluvioStoragePort> {
         self.builder().build().await
     }
+
+    /// `endpoint#prefix#shards`: what a child process needs to open this factory's ports.
+    pub fn location(&self) -> String {
+        format!("{}#{}#{}", self.endpoint, self.prefix, self.shards)
+    }
+
+    /// The factory of a [`FluvioFactory::location`], in a child process.
+    pub fn at(location: &str) -> Self {
+        let parts: Vec<&str> = location.split('#').collect();
+        Self {
+            endpoint: parts[0].to_owned(),
+            prefix: parts[1].to_owned(),
+            shards: parts[2].parse().unwrap(),
+        }
+    }
+}
+
+/// Opens a port onto a [`FluvioFactory::location`], in a group process child.
+pub fn open_at(location: String) -> BoxFuture<'static, Arc<dyn StoragePort>> {
+    Box::pin(async move { Arc::new(FluvioFactory::at(&location).port().await.unwrap()) as _ })
+}
+
+/// The location of a fresh factory with `shards` shard topics, and the factory; `None`
+/// without `PHOTON_FLUVIO_ENDPOINT`.
+pub async fn location(_dir: &Path, shards: u32) -> Option<(String, FluvioFactory)> {
+    let factory = FluvioFactory::from_env(shards).await?;
+    Some((factory.location(), factory))
 }
 
 #[async_trait]

@@ -63,6 +63,18 @@ pub async fn admin(
     Ok(client)
 }
 
+/// A port onto `schema` of the test server, for a child process: a child has no
+/// [`PgFactory`], whose drop would drop the schema under the other processes.
+pub async fn port_on(schema: &str) -> PostgresStoragePort {
+    PostgresStoragePort::builder()
+        .url(url())
+        .schema(schema)
+        .pool_size(4)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// Ports onto one fresh schema of the test database.
 pub struct PgFactory {
     pub url: String,
