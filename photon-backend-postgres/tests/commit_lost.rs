@@ -171,19 +171,14 @@ async fn a_batch_whose_commit_answer_is_lost_is_answered_with_its_seqs() {
 
     // Stored once each, and nothing else.
     let admin = common::admin(&factory.url).await.unwrap();
-    let stored: Vec<(String, i64)> = admin
-        .query(
-            &format!(
-                "SELECT event_id, seq FROM {}.events ORDER BY seq",
-                factory.schema
-            ),
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    let stored: Vec<(String, i64)> = common::query_pairs(
+        &admin,
+        &format!(
+            "SELECT event_id, seq FROM {}.events ORDER BY seq",
+            factory.schema
+        ),
+    )
+    .await;
     let seqs: Vec<i64> = stored.iter().map(|(_, seq)| *seq).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
     assert_eq!(

@@ -45,12 +45,7 @@ fn outage(url: &str, application: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_survives_a_connection_outage() {
     let application = format!("photon_restart_{}", &common::fresh_schema()[9..]);
-    let separator = if common::url().contains('?') {
-        '&'
-    } else {
-        '?'
-    };
-    let url = format!("{}{separator}application_name={application}", common::url());
+    let url = common::named(&common::url(), &application);
     let Some(factory) = PgFactory::on(url.clone()).await else {
         return;
     };

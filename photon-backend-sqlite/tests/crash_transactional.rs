@@ -3,7 +3,7 @@
 //! end), with the user's table in the same file as the events.
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
-//! [`ROLE_ENV`] = `<role>|<db>|<log>`; the publisher is photon-testkit's crash publisher
+//! [`ROLE_ENV`] = `<role>|<log>|<db>`; the publisher is photon-testkit's crash publisher
 //! (fsynced log of acknowledged publishes).
 
 use std::collections::{BTreeMap, HashSet};
@@ -15,28 +15,17 @@ use photon_backend_sqlite::rusqlite::Connection;
 use photon_backend_sqlite::{sqlite_error, transactional_handler, SqliteStoragePort, Synchronous};
 use photon_core::{EventStore, TransportCrypto};
 use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
-use photon_testkit::process::Spawned;
-use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
+use photon_testkit::crash::CrashPlan;
+use photon_testkit::transactional_crash::{
+    kill_plan, located_role, run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
+};
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_TX_CRASH_ROLE";
 const TOPIC: &str = "crash.tx";
-const EVENTS: usize = 4_000;
-const KILLS: usize = 24;
-/// Longest wait, after the last kill, for every event to be published and handled.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(40);
 
 fn plan() -> CrashPlan {
-    CrashPlan {
-        topic: TOPIC.into(),
-        events: EVENTS,
-        keys: 16,
-        consumer_kills: KILLS,
-        publisher_kills_at: Vec::new(),
-        midpoint: 0,
-        drain_deadline: DRAIN_DEADLINE,
-        publish_pause: Duration::from_millis(25),
-    }
+    // Longest wait, after the last kill, for every event to be published and handled.
+    kill_plan(TOPIC, Duration::from_secs(40))
 }
 
 /// `normal`: a killed process loses nothing committed (the test kills processes; power
@@ -83,38 +72,17 @@ async fn consume(db: &Path) {
 #[test]
 #[ignore = "child process of transactional_consumer_killed_at_random_points"]
 fn crash_role() {
-    let Ok(spec) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    let parts: Vec<&str> = spec.splitn(3, '|').collect();
-    let [role, db, log] = parts[..] else {
-        panic!("bad {ROLE_ENV}: {spec}");
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        match role {
-            "publish" => {
-                let store = EventStore::new(
-                    Arc::new(open_port(Path::new(db))),
-                    TransportCrypto::plaintext(),
-                );
-                publisher_role(store, &plan(), log.into()).await;
-            }
-            _ => consume(Path::new(db)).await,
-        }
-    });
-}
-
-/// A child running `role` on the file `db`, logging to `log`.
-fn start(role: &str, db: &Path, log: &Path) -> Spawned {
-    Spawned::new(spawn_role(
+    located_role(
         ROLE_ENV,
-        format!("{role}|{}|{}", db.display(), log.display()),
-    ))
+        &plan(),
+        |db| async move {
+            EventStore::new(
+                Arc::new(open_port(Path::new(&db))),
+                TransportCrypto::plaintext(),
+            )
+        },
+        |db| async move { consume(Path::new(&db)).await },
+    );
 }
 
 /// The test's view of the file.
@@ -196,11 +164,6 @@ async fn transactional_consumer_killed_at_random_points() {
         )
         .unwrap();
     let table = Table { db: db.clone() };
-    run_transactional_crash(
-        &plan(),
-        &table,
-        |role, log| start(role, &db, log),
-        directory.path(),
-    )
-    .await;
+    let location = db.display().to_string();
+    run_located_transactional_crash(&plan(), &table, ROLE_ENV, &location, directory.path()).await;
 }

@@ -320,11 +320,7 @@ pub fn run_role(
 ) {
     let incarnation: usize = incarnation.parse().expect("a numeric incarnation");
     let log = PathBuf::from(log);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = crate::process::child_runtime();
     runtime.block_on(async {
         let store = open.await;
         match role {

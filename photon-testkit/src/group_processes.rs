@@ -115,11 +115,7 @@ impl GroupProcesses {
             return;
         };
         let parts: Vec<String> = spec.split('|').map(str::to_owned).collect();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = crate::process::child_runtime();
         match parts[0].as_str() {
             "publisher" => runtime.block_on(publish(
                 open(parts[1].clone()),

@@ -24,6 +24,7 @@ mod group_handlers;
 pub mod group_processes;
 pub mod group_restart;
 mod mem;
+pub mod outbox;
 pub mod process;
 pub mod scenarios;
 pub mod sharded_resume;

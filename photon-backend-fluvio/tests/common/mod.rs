@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use photon_backend_fluvio::{
     fluvio_endpoint_from_env, FluvioStoragePort, FluvioStoragePortBuilder,
 };
-use photon_core::{Appended, PhotonError, Result, StoragePort};
+use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 use photon_testkit::{skip_or_fail, PortFactory};
 
 /// Opens ports that share one prefix (one topic namespace).
@@ -53,6 +53,14 @@ impl FluvioFactory {
         self.builder().build().await
     }
 
+    /// A plaintext store on a new port.
+    pub async fn store(&self) -> EventStore {
+        EventStore::new(
+            Arc::new(self.port().await.unwrap()),
+            TransportCrypto::plaintext(),
+        )
+    }
+
     /// `endpoint#prefix#shards`: what a child process needs to open this factory's ports.
     pub fn location(&self) -> String {
         format!("{}#{}#{}", self.endpoint, self.prefix, self.shards)
@@ -67,6 +75,28 @@ impl FluvioFactory {
             shards: parts[2].parse().unwrap(),
         }
     }
+}
+
+/// Creates the Fluvio topic `name` (one partition) with 1 KiB segments and 10 s retention,
+/// so that its first records expire within a test; a port that later needs the topic finds
+/// it and uses it.
+pub async fn create_expiring_topic(factory: &FluvioFactory, name: String) {
+    use fluvio::metadata::topic::{
+        CleanupPolicy, SegmentBasedPolicy, TopicSpec, TopicStorageConfig,
+    };
+    let cluster = fluvio::FluvioClusterConfig::new(factory.endpoint.clone());
+    let admin = fluvio::FluvioAdmin::connect_with_config(&cluster)
+        .await
+        .unwrap();
+    let mut spec = TopicSpec::new_computed(1, 1, None);
+    spec.set_cleanup_policy(CleanupPolicy::Segment(SegmentBasedPolicy {
+        time_in_seconds: 10,
+    }));
+    spec.set_storage(TopicStorageConfig {
+        segment_size: Some(1024),
+        max_partition_size: None,
+    });
+    admin.create(name, false, spec).await.unwrap();
 }
 
 /// Opens a port onto a [`FluvioFactory::location`], in a group process child.
