@@ -50,6 +50,20 @@ async fn refused(builder: FluvioStoragePortBuilder) -> (PhotonError, Duration) {
     (err, started.elapsed())
 }
 
+/// Building from `builder` fails the TLS handshake with `endpoint`, before the connect
+/// timeout, saying `as <failure>` after the endpoint.
+async fn handshake_refused(builder: FluvioStoragePortBuilder, endpoint: &str, failure: &str) {
+    let (err, took) = refused(builder).await;
+    assert_refused_fast(
+        &err,
+        took,
+        &format!(
+            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
+             {endpoint} as {failure}"
+        ),
+    );
+}
+
 /// A refusal that says `expected`, as `Unavailable`, before the connect timeout.
 fn assert_refused_fast(err: &PhotonError, took: Duration, expected: &str) {
     assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
@@ -112,18 +126,16 @@ async fn a_wrong_ca_fails_naming_the_unknown_issuer() {
     };
     let other = tempfile::tempdir().unwrap();
     let other = write_cluster_certs(other.path(), TEST_DOMAIN).unwrap();
-    let (err, took) = refused(factory.builder().tls_ca(&other.ca)).await;
-    let endpoint = &config.endpoint;
     let domain = domain_of(&config);
-    assert_refused_fast(
-        &err,
-        took,
+    handshake_refused(
+        factory.builder().tls_ca(&other.ca),
+        &config.endpoint,
         &format!(
-            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
-             {endpoint} as {domain:?} failed: unknown issuer: the server's certificate is not \
-             signed by a trusted CA"
+            "{domain:?} failed: unknown issuer: the server's certificate is not signed by a \
+             trusted CA"
         ),
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,19 +143,17 @@ async fn a_wrong_domain_fails_naming_the_name() {
     let Some((factory, config)) = tls_cluster().await else {
         return;
     };
-    let (err, took) = refused(factory.builder().tls_domain("photon.invalid")).await;
-    let endpoint = &config.endpoint;
     let domain = domain_of(&config);
-    assert_refused_fast(
-        &err,
-        took,
+    handshake_refused(
+        factory.builder().tls_domain("photon.invalid"),
+        &config.endpoint,
         &format!(
-            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
-             {endpoint} as \"photon.invalid\" failed: name mismatch: the server's certificate \
-             does not hold \"photon.invalid\" (it holds DnsName(\"{domain}\"), \
-             DnsName(\"*.{domain}\"), DnsName(\"localhost\"), IpAddress(127.0.0.1))"
+            "\"photon.invalid\" failed: name mismatch: the server's certificate does not hold \
+             \"photon.invalid\" (it holds DnsName(\"{domain}\"), DnsName(\"*.{domain}\"), \
+             DnsName(\"localhost\"), IpAddress(127.0.0.1))"
         ),
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

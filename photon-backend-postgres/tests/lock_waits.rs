@@ -168,29 +168,26 @@ async fn transactional_handler_publishing_both_ways_goes_idle_and_shuts_down() {
 /// A port whose sessions are named `name`, with a lock timeout that outlasts the test's
 /// steps (only a commit ends a wait), its store, and two outside connections: one that
 /// watches the port's sessions, one whose transaction holds the locks.
-struct Lanes {
-    port: PostgresStoragePort,
-    store: EventStore,
-    observer: tokio_postgres::Client,
-    caller: tokio_postgres::Client,
-}
-
-impl Lanes {
-    async fn open(factory: &PgFactory, name: &str) -> Self {
-        let port = factory
-            .builder()
-            .url(common::named(&factory.url, name))
-            .lock_timeout(Duration::from_secs(120))
-            .build()
-            .await
-            .unwrap();
-        Self {
-            store: EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext()),
-            port,
-            observer: common::admin(&factory.url).await.unwrap(),
-            caller: common::admin(&factory.url).await.unwrap(),
-        }
-    }
+async fn lanes(
+    factory: &PgFactory,
+    name: &str,
+) -> (
+    PostgresStoragePort,
+    EventStore,
+    tokio_postgres::Client,
+    tokio_postgres::Client,
+) {
+    let port = factory
+        .builder()
+        .url(common::named(&factory.url, name))
+        .lock_timeout(Duration::from_secs(120))
+        .build()
+        .await
+        .unwrap();
+    let store = EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext());
+    let observer = common::admin(&factory.url).await.unwrap();
+    let caller = common::admin(&factory.url).await.unwrap();
+    (port, store, observer, caller)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,12 +197,7 @@ async fn an_open_transaction_on_one_topic_holds_up_only_that_topic() {
     };
     let name = "photon-lanes-open-tx";
     // The wait on topic `a` must outlast the test's steps: only the commit ends it.
-    let Lanes {
-        port,
-        store,
-        observer,
-        mut caller,
-    } = Lanes::open(&factory, name).await;
+    let (port, store, observer, mut caller) = lanes(&factory, name).await;
 
     let tx = caller.transaction().await.unwrap();
     let draft = store
@@ -336,12 +328,7 @@ async fn a_batch_across_topics_waits_for_the_earlier_writes_of_each_topic() {
         return;
     };
     let name = "photon-lanes-across";
-    let Lanes {
-        port,
-        store,
-        observer,
-        mut caller,
-    } = Lanes::open(&factory, name).await;
+    let (port, store, observer, mut caller) = lanes(&factory, name).await;
 
     // Topic `y`'s lane waits for the caller's transaction with a publish.
     let tx = caller.transaction().await.unwrap();

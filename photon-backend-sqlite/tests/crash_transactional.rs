@@ -97,6 +97,23 @@ impl Table {
             .query_row(sql, [], |row| row.get(0))
             .unwrap_or(0)
     }
+
+    /// The rows of `sql`, each read by `read`.
+    fn query<T, C: FromIterator<T>>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> C {
+        let connection = Connection::open(&self.db).unwrap();
+        let mut statement = connection.prepare(sql).unwrap();
+        let rows = statement
+            .query_map(params, read)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows
+    }
 }
 
 #[async_trait::async_trait]
@@ -106,32 +123,20 @@ impl HandledTable for Table {
     }
 
     async fn stored_events(&self) -> HashSet<String> {
-        let connection = Connection::open(&self.db).unwrap();
-        let mut statement = connection
-            .prepare(
-                "SELECT event_id FROM events WHERE topic_id = \
-                 (SELECT topic_id FROM topics WHERE name = ?1)",
-            )
-            .unwrap();
-        let ids = statement
-            .query_map([TOPIC], |row| row.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        ids
+        self.query(
+            "SELECT event_id FROM events WHERE topic_id = \
+             (SELECT topic_id FROM topics WHERE name = ?1)",
+            [TOPIC],
+            |row| row.get(0),
+        )
     }
 
     async fn rows_per_event(&self) -> BTreeMap<String, i64> {
-        let connection = Connection::open(&self.db).unwrap();
-        let mut statement = connection
-            .prepare("SELECT event_id, count(*) FROM handled_rows GROUP BY event_id")
-            .unwrap();
-        let rows = statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        rows
+        self.query(
+            "SELECT event_id, count(*) FROM handled_rows GROUP BY event_id",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
     }
 
     async fn writers(&self) -> i64 {

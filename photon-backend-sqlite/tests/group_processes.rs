@@ -25,14 +25,4 @@ photon_testkit::group_process_tests! {
     role_env: "PHOTON_SQLITE_TEST_GROUP_ROLE",
     open: open,
     setup: database,
-    tests: {
-        group_members_survive_kills => members_survive_kills(),
-        frozen_member_is_fenced => frozen_member_is_fenced(),
-        group_handlers_hold_through_joins_kills_and_freezes =>
-            handlers_hold_through_joins_kills_and_freezes(),
-        /// Seeded schedules of joins, SIGKILLs and SIGSTOPs of member and publisher
-        /// processes (`photon_testkit::composition::ProcessSchedule`), checked from the
-        /// processes' logs.
-        group_composition => composition(),
-    }
 }

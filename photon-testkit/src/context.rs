@@ -197,3 +197,9 @@ pub fn plain_draft(topic: &str, key: Option<&str>, payload: Value) -> RecordDraf
         },
     }
 }
+
+/// The error of a [`PortFactory::store_undecodable`] hook whose write failed: `what`
+/// failed because of `err`.
+pub fn injection_failed(what: &str, err: &dyn std::fmt::Display) -> PhotonError {
+    PhotonError::InvalidInput(format!("{what}: {err}"))
+}

@@ -783,9 +783,30 @@ pub(crate) async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
 /// }
 /// ```
 ///
+/// Without `tests`, the four standard tests, `setup` called with the directory alone:
+/// `group_members_survive_kills`, `frozen_member_is_fenced`,
+/// `group_handlers_hold_through_joins_kills_and_freezes` and `group_composition`.
+///
 /// The calling crate needs `tokio` and `tempfile` among its dev-dependencies.
 #[macro_export]
 macro_rules! group_process_tests {
+    (role_env: $role_env:expr, open: $open:expr, setup: $setup:expr $(,)?) => {
+        $crate::group_process_tests! {
+            role_env: $role_env,
+            open: $open,
+            setup: $setup,
+            tests: {
+                group_members_survive_kills => members_survive_kills(),
+                frozen_member_is_fenced => frozen_member_is_fenced(),
+                group_handlers_hold_through_joins_kills_and_freezes =>
+                    handlers_hold_through_joins_kills_and_freezes(),
+                /// Seeded schedules of joins, SIGKILLs and SIGSTOPs of member and publisher
+                /// processes (`photon_testkit::composition::ProcessSchedule`), checked from
+                /// the processes' logs.
+                group_composition => composition(),
+            }
+        }
+    };
     (
         role_env: $role_env:expr,
         open: $open:expr,

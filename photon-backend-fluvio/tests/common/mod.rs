@@ -126,9 +126,7 @@ impl PortFactory for FluvioFactory {
         key: Option<&str>,
         stored: &[u8],
     ) -> Result<()> {
-        let failed = |what: &str, err: &dyn std::fmt::Display| {
-            PhotonError::InvalidInput(format!("{what}: {err}"))
-        };
+        let failed = photon_testkit::injection_failed;
         // `f1:<fluvio topic>:<partition>:<offset>`
         let mut parts = next_to.event_id.rsplitn(3, ':');
         let (_offset, _partition, rest) = (parts.next(), parts.next(), parts.next());

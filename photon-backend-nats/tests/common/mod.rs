@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
-use photon_core::{Appended, PhotonError, Result, StoragePort};
+use photon_core::{Appended, Result, StoragePort};
 use photon_testkit::PortFactory;
 
 /// Opens ports onto one server under one unique prefix.
@@ -110,9 +110,7 @@ impl PortFactory for NatsFactory {
         _key: Option<&str>,
         stored: &[u8],
     ) -> Result<()> {
-        let failed = |what: &str, err: &dyn std::fmt::Display| {
-            PhotonError::InvalidInput(format!("{what}: {err}"))
-        };
+        let failed = photon_testkit::injection_failed;
         let (stream, seq) = next_to
             .event_id
             .rsplit_once(':')
