@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use photon_backend_postgres::transactional_handler;
 use photon_core::{EventStore, PhotonError, TransportCrypto};
-use photon_runtime::{HandlerOptions, Photon};
 use photon_testkit::crash::CrashPlan;
 use photon_testkit::transactional_crash::{
-    kill_plan, located_role, run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
+    consumer_runtime, handle_until_killed, kill_plan, located_role,
+    run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
 };
 use serde_json::json;
 
@@ -44,11 +44,7 @@ fn plan() -> CrashPlan {
 /// ways, until killed.
 async fn consume(schema: &str) {
     let port = common::port_on(schema).await;
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .transport_crypto(TransportCrypto::plaintext())
-        .build()
-        .unwrap();
+    let photon = consumer_runtime(port.clone());
     let pid = i64::from(std::process::id());
     let insert =
         format!("INSERT INTO {schema}.handled_rows (event_id, seq, pid) VALUES ($1, $2, $3)");
@@ -72,16 +68,7 @@ async fn consume(schema: &str) {
             })
         })
     };
-    let _executor = photon
-        .executor()
-        .transactional_handler(
-            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
-            Arc::new(port),
-            handler,
-        )
-        .start()
-        .unwrap();
-    std::future::pending::<()>().await;
+    handle_until_killed(&photon, &plan(), port, handler).await;
 }
 
 /// A child: the publisher or the consumer, until killed.

@@ -14,10 +14,10 @@ use std::time::Duration;
 use photon_backend_sqlite::rusqlite::Connection;
 use photon_backend_sqlite::{sqlite_error, transactional_handler, SqliteStoragePort, Synchronous};
 use photon_core::{EventStore, TransportCrypto};
-use photon_runtime::{HandlerOptions, Photon};
 use photon_testkit::crash::CrashPlan;
 use photon_testkit::transactional_crash::{
-    kill_plan, located_role, run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
+    consumer_runtime, handle_until_killed, kill_plan, located_role,
+    run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
 };
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_TX_CRASH_ROLE";
@@ -42,11 +42,7 @@ fn open_port(db: &Path) -> SqliteStoragePort {
 /// The consumer: a transactional handler inserting one row per event, until killed.
 async fn consume(db: &Path) {
     let port = open_port(db);
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .transport_crypto(TransportCrypto::plaintext())
-        .build()
-        .unwrap();
+    let photon = consumer_runtime(port.clone());
     let pid = i64::from(std::process::id());
     let handler = transactional_handler(move |tx, event| {
         tx.execute(
@@ -56,16 +52,7 @@ async fn consume(db: &Path) {
         .map(drop)
         .map_err(|e| sqlite_error("insert a handled row", e))
     });
-    let _executor = photon
-        .executor()
-        .transactional_handler(
-            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
-            Arc::new(port),
-            handler,
-        )
-        .start()
-        .unwrap();
-    std::future::pending::<()>().await;
+    handle_until_killed(&photon, &plan(), port, handler).await;
 }
 
 /// A child: the publisher or the consumer, until killed.

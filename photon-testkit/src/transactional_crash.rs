@@ -72,6 +72,43 @@ pub fn located_role<S, C>(
     });
 }
 
+/// A plaintext runtime on `port`, for the consumer child: its handler may need the runtime
+/// (to publish) before [`handle_until_killed`] starts it.
+///
+/// # Panics
+/// When the runtime cannot be built.
+pub fn consumer_runtime(port: impl photon_core::StoragePort) -> photon_runtime::Photon {
+    photon_runtime::Photon::builder()
+        .storage_port(port)
+        .transport_crypto(photon_core::TransportCrypto::plaintext())
+        .build()
+        .expect("a runtime on the port")
+}
+
+/// The consumer child's work: `handler` as the transactional handler of
+/// [`TX_SUBSCRIPTION`] on `plan.topic`, run by `photon`'s executor on `port`, until the
+/// process is killed.
+///
+/// # Panics
+/// When the executor does not start.
+pub async fn handle_until_killed<P: photon_core::TransactionalPort>(
+    photon: &photon_runtime::Photon,
+    plan: &CrashPlan,
+    port: P,
+    handler: std::sync::Arc<P::Handler>,
+) {
+    let _executor = photon
+        .executor()
+        .transactional_handler(
+            photon_runtime::HandlerOptions::new(TX_SUBSCRIPTION, &plan.topic),
+            std::sync::Arc::new(port),
+            handler,
+        )
+        .start()
+        .expect("the executor starts");
+    std::future::pending::<()>().await;
+}
+
 /// [`run_transactional_crash`] with children that work on `location` (a file, a schema:
 /// whatever the port's [`located_role`] reads), started by [`spawn_role`] with the spec in
 /// `env`.
