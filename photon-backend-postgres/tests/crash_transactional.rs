@@ -21,8 +21,8 @@ use photon_backend_postgres::transactional_handler;
 use photon_core::{EventStore, PhotonError, TransportCrypto};
 use photon_testkit::crash::CrashPlan;
 use photon_testkit::transactional_crash::{
-    consumer_runtime, handle_until_killed, kill_plan, located_role,
-    run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
+    consumer_runtime, handle_until_killed, kill_plan, run_located_transactional_crash,
+    HandledTable, TX_SUBSCRIPTION,
 };
 use serde_json::json;
 
@@ -71,20 +71,15 @@ async fn consume(schema: &str) {
     handle_until_killed(&photon, &plan(), port, handler).await;
 }
 
-/// A child: the publisher or the consumer, until killed.
-#[test]
-#[ignore = "child process of transactional_consumer_killed_at_random_points"]
-fn crash_role() {
-    located_role(
-        ROLE_ENV,
-        &plan(),
-        |schema| async move {
-            let port = common::port_on(&schema).await;
-            EventStore::new(Arc::new(port), TransportCrypto::plaintext())
-        },
-        |schema| async move { consume(&schema).await },
-    );
-}
+photon_testkit::transactional_crash_child!(
+    ROLE_ENV,
+    plan(),
+    store: |schema| async move {
+        let port = common::port_on(&schema).await;
+        EventStore::new(Arc::new(port), TransportCrypto::plaintext())
+    },
+    consume: |schema| async move { consume(&schema).await },
+);
 
 /// The test's view of the schema.
 struct Table {

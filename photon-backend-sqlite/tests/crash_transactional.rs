@@ -16,8 +16,8 @@ use photon_backend_sqlite::{sqlite_error, transactional_handler, SqliteStoragePo
 use photon_core::{EventStore, TransportCrypto};
 use photon_testkit::crash::CrashPlan;
 use photon_testkit::transactional_crash::{
-    consumer_runtime, handle_until_killed, kill_plan, located_role,
-    run_located_transactional_crash, HandledTable, TX_SUBSCRIPTION,
+    consumer_runtime, handle_until_killed, kill_plan, run_located_transactional_crash,
+    HandledTable, TX_SUBSCRIPTION,
 };
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_TX_CRASH_ROLE";
@@ -55,22 +55,17 @@ async fn consume(db: &Path) {
     handle_until_killed(&photon, &plan(), port, handler).await;
 }
 
-/// A child: the publisher or the consumer, until killed.
-#[test]
-#[ignore = "child process of transactional_consumer_killed_at_random_points"]
-fn crash_role() {
-    located_role(
-        ROLE_ENV,
-        &plan(),
-        |db| async move {
-            EventStore::new(
-                Arc::new(open_port(Path::new(&db))),
-                TransportCrypto::plaintext(),
-            )
-        },
-        |db| async move { consume(Path::new(&db)).await },
-    );
-}
+photon_testkit::transactional_crash_child!(
+    ROLE_ENV,
+    plan(),
+    store: |db| async move {
+        EventStore::new(
+            Arc::new(open_port(Path::new(&db))),
+            TransportCrypto::plaintext(),
+        )
+    },
+    consume: |db| async move { consume(Path::new(&db)).await },
+);
 
 /// The test's view of the file.
 struct Table {

@@ -109,6 +109,30 @@ pub async fn handle_until_killed<P: photon_core::TransactionalPort>(
     std::future::pending::<()>().await;
 }
 
+/// Expands to the ignored test `crash_role`, the child of a port's transactional kill test:
+/// [`located_role`] with the role variable `env`, the plan, the publisher's `store` and the
+/// `consume` function (each given the location).
+///
+/// ```ignore
+/// photon_testkit::transactional_crash_child!(
+///     ROLE_ENV,
+///     plan(),
+///     store: |db| async move { open_store(&db) },
+///     consume: |db| async move { consume(&db).await },
+/// );
+/// ```
+#[macro_export]
+macro_rules! transactional_crash_child {
+    ($env:expr, $plan:expr, store: $store:expr, consume: $consume:expr $(,)?) => {
+        /// A child: the publisher or the consumer, until killed.
+        #[test]
+        #[ignore = "child process of transactional_consumer_killed_at_random_points"]
+        fn crash_role() {
+            $crate::transactional_crash::located_role($env, &$plan, $store, $consume);
+        }
+    };
+}
+
 /// [`run_transactional_crash`] with children that work on `location` (a file, a schema:
 /// whatever the port's [`located_role`] reads), started by [`spawn_role`] with the spec in
 /// `env`.
