@@ -7,68 +7,32 @@
 //!
 //! Needs a cluster started by `scripts/fluvio-local.sh start` (it restarts the SPU); skips
 //! with a message otherwise. Children are this test binary run again with
-//! `--ignored --exact crash_role` and [`ROLE_ENV`] = `<role>|<incarnation>|<prefix>|<shards>|<log>`.
+//! `--ignored --exact crash_role` and [`ROLE_ENV`] =
+//! `<role>|<incarnation>|<log>|<endpoint>#<prefix>#<shards>`.
 
 mod common;
 
-use std::path::Path;
-use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{owned_state, restart_spu, FluvioFactory};
 use photon_core::{EventStore, TransportCrypto};
-use photon_testkit::crash::{run_crash_test_in, run_role, spawn_role, CrashPlan};
+use photon_testkit::crash::{located_role, run_located_crash_test, CrashPlan};
 
 const ROLE_ENV: &str = "PHOTON_FLUVIO_TEST_CRASH_ROLE";
 
 fn plan() -> CrashPlan {
-    CrashPlan {
-        topic: "crash.loop".into(),
-        events: 6_000,
-        keys: 32,
-        consumer_kills: 22,
-        publisher_kills_at: vec![5, 11, 17],
-        midpoint: 11,
-        drain_deadline: Duration::from_secs(90),
-        publish_pause: Duration::from_millis(20),
-    }
+    CrashPlan::kill_loop(Duration::from_secs(90))
 }
 
 /// A child: the publisher or the consumer, until killed.
 #[test]
 #[ignore = "child process of the crash tests"]
 fn crash_role() {
-    let Ok(spec) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    let parts: Vec<&str> = spec.splitn(5, '|').collect();
-    let [role, incarnation, prefix, shards, log] = parts[..] else {
-        panic!("bad {ROLE_ENV}: {spec}");
-    };
-    run_role(&plan(), role, incarnation, log, async {
-        let factory = FluvioFactory {
-            endpoint: photon_backend_fluvio::fluvio_endpoint_from_env().unwrap(),
-            prefix: prefix.to_owned(),
-            shards: shards.parse().unwrap(),
-        };
-        EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        )
+    located_role(ROLE_ENV, &plan(), |location| async move {
+        let port = FluvioFactory::at(&location).port().await.unwrap();
+        EventStore::new(Arc::new(port), TransportCrypto::plaintext())
     });
-}
-
-fn spawn(role: &str, incarnation: usize, factory: &FluvioFactory, log: &Path) -> Child {
-    spawn_role(
-        ROLE_ENV,
-        format!(
-            "{role}|{incarnation}|{}|{}|{}",
-            factory.prefix,
-            factory.shards,
-            log.display()
-        ),
-    )
 }
 
 async fn crash_test(shards: u32) {
@@ -79,12 +43,10 @@ async fn crash_test(shards: u32) {
         return;
     };
     let directory = tempfile::tempdir().unwrap();
-    run_crash_test_in(
-        directory.path(),
-        &plan(),
-        |role, incarnation, log| spawn(role, incarnation, &factory, log),
-        || restart_spu(&state),
-    )
+    let location = factory.location();
+    run_located_crash_test(directory.path(), &plan(), ROLE_ENV, &location, || {
+        restart_spu(&state);
+    })
     .await;
 }
 

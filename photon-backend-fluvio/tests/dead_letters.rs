@@ -6,27 +6,16 @@
 
 mod common;
 
-use chrono::Utc;
 use common::FluvioFactory;
 use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, FluvioClusterConfig};
 use photon_backend_fluvio::testing::fluvio_topic_name;
 use photon_backend_fluvio::DEAD_LETTER_RETENTION;
-use photon_core::{Body, PhotonError, RecordDraft, StoragePort};
+use photon_core::{PhotonError, RecordDraft, StoragePort};
 use serde_json::json;
 
 fn draft(topic: &str) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: topic.to_owned(),
-        topic_key: None,
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!(1),
-            headers: photon_core::Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft(topic, None, json!(1))
 }
 
 async fn retention_secs(client: &Fluvio, name: &str) -> u32 {

@@ -3,12 +3,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::FluvioFactory;
 use futures::StreamExt;
-use photon_core::{EventStore, StartAt, TransportCrypto};
+use photon_core::StartAt;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,10 +16,7 @@ async fn second_copy_of_a_retried_append_is_delivered_once() {
         let Some(factory) = FluvioFactory::from_env(shards).await else {
             return;
         };
-        let store = EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        );
+        let store = factory.store().await;
         let topic = "dedup.orders";
         let first = store
             .draft(topic, Some("k1"), json!(null), json!({"i": 0}))

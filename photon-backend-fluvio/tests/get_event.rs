@@ -2,10 +2,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::FluvioFactory;
-use photon_core::{EventStore, TransportCrypto};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,10 +10,7 @@ async fn ids_find_their_event_on_every_shard() {
     let Some(factory) = FluvioFactory::from_env(4).await else {
         return;
     };
-    let store = EventStore::new(
-        Arc::new(factory.port().await.unwrap()),
-        TransportCrypto::plaintext(),
-    );
+    let store = factory.store().await;
     let mut published = Vec::new();
     for i in 0..24 {
         let key = format!("key-{i}");
@@ -33,10 +27,7 @@ async fn ids_find_their_event_on_every_shard() {
         );
         published.push((appended, key, i));
     }
-    let reopened = EventStore::new(
-        Arc::new(factory.port().await.unwrap()),
-        TransportCrypto::plaintext(),
-    );
+    let reopened = factory.store().await;
     for (appended, key, i) in &published {
         let event = reopened
             .get_event(&appended.event_id)

@@ -11,7 +11,6 @@ mod common;
 use std::sync::Arc;
 
 use common::{owned_state, restart_spu, FluvioFactory};
-use photon_core::StoragePort;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_survives_an_spu_restart() {
@@ -21,12 +20,7 @@ async fn group_survives_an_spu_restart() {
     let Some(state) = owned_state() else {
         return;
     };
-    let factory = Arc::new(factory);
-    let open = move || {
-        let factory = Arc::clone(&factory);
-        Box::pin(async move { Arc::new(factory.port().await.unwrap()) as Arc<dyn StoragePort> })
-            as futures::future::BoxFuture<'static, Arc<dyn StoragePort>>
-    };
+    let open = photon_testkit::group_restart::opener(Arc::new(factory));
     photon_testkit::group_restart::group_survives_a_restart(open, "restart.group", move || {
         restart_spu(&state)
     })

@@ -13,7 +13,6 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::FluvioFactory;
-use fluvio::metadata::topic::{CleanupPolicy, SegmentBasedPolicy, TopicSpec, TopicStorageConfig};
 use fluvio::{Fluvio, FluvioClusterConfig, RecordKey, TopicProducerConfigBuilder};
 use photon_backend_fluvio::testing::{
     acquire_record, commit_record, groups_topic_name, heartbeat_record, renew_many_record,
@@ -289,20 +288,8 @@ async fn records_removed_before_any_snapshot_are_reported() {
     };
     // The coordination topic is made beforehand with 1 KiB segments and 10 s retention,
     // so that its first records go within the test; the port finds it and uses it.
-    let cluster = FluvioClusterConfig::new(factory.endpoint.clone());
-    let admin = fluvio::FluvioAdmin::connect_with_config(&cluster)
-        .await
-        .unwrap();
-    let mut spec = TopicSpec::new_computed(1, 1, None);
-    spec.set_cleanup_policy(CleanupPolicy::Segment(SegmentBasedPolicy {
-        time_in_seconds: 10,
-    }));
-    spec.set_storage(TopicStorageConfig {
-        segment_size: Some(1024),
-        max_partition_size: None,
-    });
     let name = groups_topic_name(&factory.prefix);
-    admin.create(name.clone(), false, spec).await.unwrap();
+    common::create_expiring_topic(&factory, name.clone()).await;
 
     let first = factory.port().await.unwrap();
     let coordination = first.group_coordination().unwrap();

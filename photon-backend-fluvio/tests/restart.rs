@@ -7,12 +7,11 @@
 mod common;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{owned_state, restart_spu, FluvioFactory};
 use futures::StreamExt;
-use photon_core::{EventStore, PhotonError, StartAt, TransportCrypto};
+use photon_core::{PhotonError, StartAt};
 use serde_json::json;
 
 /// One SPU restart at a time: the tests of this file share the cluster's only SPU.
@@ -27,10 +26,7 @@ async fn spu_restart_loses_no_acknowledged_event() {
         return;
     };
     let _spu = SPU.lock().await;
-    let store = EventStore::new(
-        Arc::new(factory.port().await.unwrap()),
-        TransportCrypto::plaintext(),
-    );
+    let store = factory.store().await;
     let topic = "restart.stream";
     let publisher = {
         let store = store.clone();
@@ -118,14 +114,8 @@ async fn consume_only_port_recovers_after_spu_restart() {
             return;
         };
         let _spu = SPU.lock().await;
-        let publishing = EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        );
-        let consuming = EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        );
+        let publishing = factory.store().await;
+        let consuming = factory.store().await;
         let topic = "restart.consume-only";
         let mut live = consuming.subscribe(topic, None, StartAt::Beginning);
         let publisher = {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::FluvioFactory;
-use fluvio::metadata::topic::{CleanupPolicy, SegmentBasedPolicy, TopicSpec, TopicStorageConfig};
 use futures::StreamExt;
 use photon_core::{Event, EventStore, EventStream, PhotonError, StartAt, TransportCrypto};
 use serde_json::json;
@@ -24,22 +23,7 @@ async fn a_subscriber_behind_retention_gets_one_gap_then_the_kept_events() {
     };
     // The topic is made beforehand with 1 KiB segments and 10 s retention, so that old
     // segments expire within the test; the port finds it and uses it.
-    let cluster = fluvio::FluvioClusterConfig::new(factory.endpoint.clone());
-    let admin = fluvio::FluvioAdmin::connect_with_config(&cluster)
-        .await
-        .unwrap();
-    let mut spec = TopicSpec::new_computed(1, 1, None);
-    spec.set_cleanup_policy(CleanupPolicy::Segment(SegmentBasedPolicy {
-        time_in_seconds: 10,
-    }));
-    spec.set_storage(TopicStorageConfig {
-        segment_size: Some(1024),
-        max_partition_size: None,
-    });
-    admin
-        .create(format!("{}-gapped", factory.prefix), false, spec)
-        .await
-        .unwrap();
+    common::create_expiring_topic(&factory, format!("{}-gapped", factory.prefix)).await;
 
     let port = factory.port().await.unwrap();
     let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());

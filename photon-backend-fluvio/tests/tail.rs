@@ -3,12 +3,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::FluvioFactory;
 use futures::StreamExt;
-use photon_core::{EventStore, StartAt, TransportCrypto};
+use photon_core::StartAt;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,14 +16,8 @@ async fn tail_sees_an_append_made_right_after_subscribe() {
         let Some(factory) = FluvioFactory::from_env(shards).await else {
             return;
         };
-        let store = EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        );
-        let other = EventStore::new(
-            Arc::new(factory.port().await.unwrap()),
-            TransportCrypto::plaintext(),
-        );
+        let store = factory.store().await;
+        let other = factory.store().await;
         for round in 0..5 {
             let topic = format!("tail.now{round}");
             for i in 0..10 {

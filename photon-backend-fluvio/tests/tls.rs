@@ -50,6 +50,27 @@ async fn refused(builder: FluvioStoragePortBuilder) -> (PhotonError, Duration) {
     (err, started.elapsed())
 }
 
+/// Building from `builder` fails the TLS handshake with `endpoint`, before the connect
+/// timeout, saying `as <failure>` after the endpoint.
+async fn handshake_refused(builder: FluvioStoragePortBuilder, endpoint: &str, failure: &str) {
+    let (err, took) = refused(builder).await;
+    assert_refused_fast(
+        &err,
+        took,
+        &format!(
+            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
+             {endpoint} as {failure}"
+        ),
+    );
+}
+
+/// A refusal that says `expected`, as `Unavailable`, before the connect timeout.
+fn assert_refused_fast(err: &PhotonError, took: Duration, expected: &str) {
+    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
+    assert_eq!(err.to_string(), expected);
+    assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_subscribe_and_group_over_tls() {
     let Some((factory, _)) = tls_cluster().await else {
@@ -105,19 +126,16 @@ async fn a_wrong_ca_fails_naming_the_unknown_issuer() {
     };
     let other = tempfile::tempdir().unwrap();
     let other = write_cluster_certs(other.path(), TEST_DOMAIN).unwrap();
-    let (err, took) = refused(factory.builder().tls_ca(&other.ca)).await;
-    let endpoint = &config.endpoint;
     let domain = domain_of(&config);
-    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
-             {endpoint} as {domain:?} failed: unknown issuer: the server's certificate is not \
-             signed by a trusted CA"
-        )
-    );
-    assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
+    handshake_refused(
+        factory.builder().tls_ca(&other.ca),
+        &config.endpoint,
+        &format!(
+            "{domain:?} failed: unknown issuer: the server's certificate is not signed by a \
+             trusted CA"
+        ),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,20 +143,17 @@ async fn a_wrong_domain_fails_naming_the_name() {
     let Some((factory, config)) = tls_cluster().await else {
         return;
     };
-    let (err, took) = refused(factory.builder().tls_domain("photon.invalid")).await;
-    let endpoint = &config.endpoint;
     let domain = domain_of(&config);
-    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "fluvio is unavailable: cannot connect to {endpoint}: TLS handshake with \
-             {endpoint} as \"photon.invalid\" failed: name mismatch: the server's certificate \
-             does not hold \"photon.invalid\" (it holds DnsName(\"{domain}\"), \
-             DnsName(\"*.{domain}\"), DnsName(\"localhost\"), IpAddress(127.0.0.1))"
-        )
-    );
-    assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
+    handshake_refused(
+        factory.builder().tls_domain("photon.invalid"),
+        &config.endpoint,
+        &format!(
+            "\"photon.invalid\" failed: name mismatch: the server's certificate does not hold \
+             \"photon.invalid\" (it holds DnsName(\"{domain}\"), DnsName(\"*.{domain}\"), \
+             DnsName(\"localhost\"), IpAddress(127.0.0.1))"
+        ),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,16 +172,15 @@ async fn a_missing_client_certificate_is_refused_naming_it() {
     let started = Instant::now();
     let err = FluvioStoragePort::connect(without_cert).await.unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(err, PhotonError::Unavailable { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        format!(
+    assert_refused_fast(
+        &err,
+        took,
+        &format!(
             "fluvio is unavailable: cannot connect to {}: TLS: the server requires a client \
              certificate (alert CertificateRequired)",
             config.endpoint
-        )
+        ),
     );
-    assert!(took < CONNECT_TIMEOUT, "failed after {took:?}");
 }
 
 /// An endpoint that accepts connections and never answers (a plain endpoint waiting for a

@@ -13,17 +13,7 @@ use serde_json::json;
 const TOPIC: &str = "async.ack";
 
 fn draft(i: i64) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: TOPIC.into(),
-        topic_key: Some(format!("k{}", i % 3)),
-        created_at: chrono::Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!({"i": i}),
-            headers: photon_core::Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft(TOPIC, Some(&format!("k{}", i % 3)), json!({"i": i}))
 }
 
 async fn payloads(port: &dyn StoragePort, count: usize) -> Vec<i64> {

@@ -7,70 +7,35 @@
 //! incarnation, repeats within the flush window.
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
-//! [`ROLE_ENV`] = `<role>|<incarnation>|<url>|<prefix>|<shards>|<log>`.
+//! [`ROLE_ENV`] = `<role>|<incarnation>|<log>|<url>#<prefix>#<shards>`.
 
 mod common;
 
-use std::path::Path;
-use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{NatsFactory, OwnServer};
-use photon_backend_nats::NatsStoragePortBuilder;
 use photon_core::{EventStore, TransportCrypto};
-use photon_testkit::crash::{run_crash_test_in, run_role, spawn_role, CrashPlan};
+use photon_testkit::crash::{located_role, run_located_crash_test, CrashPlan};
 
 const ROLE_ENV: &str = "PHOTON_NATS_TEST_CRASH_ROLE";
 
 fn plan() -> CrashPlan {
-    CrashPlan {
-        topic: "crash.loop".into(),
-        events: 6_000,
-        keys: 32,
-        consumer_kills: 22,
-        publisher_kills_at: vec![5, 11, 17],
-        midpoint: 11,
-        drain_deadline: Duration::from_secs(60),
-        publish_pause: Duration::from_millis(20),
-    }
+    CrashPlan::kill_loop(Duration::from_secs(60))
 }
 
 /// A child: the publisher or the consumer, until killed.
 #[test]
 #[ignore = "child process of the crash tests"]
 fn crash_role() {
-    let Ok(spec) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    let parts: Vec<&str> = spec.splitn(6, '|').collect();
-    let [role, incarnation, url, prefix, shards, log] = parts[..] else {
-        panic!("bad {ROLE_ENV}: {spec}");
-    };
-    run_role(&plan(), role, incarnation, log, async {
-        let port = NatsStoragePortBuilder::new()
-            .url(url)
-            .prefix(prefix)
-            .shards(shards.parse().unwrap())
+    located_role(ROLE_ENV, &plan(), |location| async move {
+        let port = common::builder_at(&location)
             .connect_timeout(Duration::from_secs(30))
             .build()
             .await
             .unwrap();
         EventStore::new(Arc::new(port), TransportCrypto::plaintext())
     });
-}
-
-fn spawn(role: &str, incarnation: usize, factory: &NatsFactory, log: &Path) -> Child {
-    spawn_role(
-        ROLE_ENV,
-        format!(
-            "{role}|{incarnation}|{}|{}|{}|{}",
-            factory.url,
-            factory.prefix,
-            factory.shards,
-            log.display()
-        ),
-    )
 }
 
 async fn crash_test(shards: u32) {
@@ -82,12 +47,10 @@ async fn crash_test(shards: u32) {
         return;
     };
     let directory = tempfile::tempdir().unwrap();
-    run_crash_test_in(
-        directory.path(),
-        &plan(),
-        |role, incarnation, log| spawn(role, incarnation, &factory, log),
-        || server.restart(),
-    )
+    let location = factory.location();
+    run_located_crash_test(directory.path(), &plan(), ROLE_ENV, &location, || {
+        server.restart();
+    })
     .await;
 }
 

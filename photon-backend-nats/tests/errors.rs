@@ -4,9 +4,8 @@
 mod common;
 
 use async_nats::jetstream::stream;
-use chrono::Utc;
 use common::NatsFactory;
-use photon_core::{Body, PhotonError, RecordDraft, StoragePort};
+use photon_core::{PhotonError, StoragePort};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,17 +25,7 @@ async fn overlapping_subjects_report_the_servers_reason() {
         .await
         .unwrap();
     let outcome = port
-        .append(RecordDraft {
-            envelope_id: uuid::Uuid::now_v7().to_string(),
-            topic_name: "clash".into(),
-            topic_key: None,
-            created_at: Utc::now(),
-            body: Body::Plain {
-                actor: json!(null),
-                payload: json!(1),
-                headers: photon_core::Headers::new(),
-            },
-        })
+        .append(photon_testkit::plain_draft("clash", None, json!(1)))
         .await;
     port.jetstream().delete_stream(&stray).await.unwrap();
     let error = outcome.unwrap_err();

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{NatsFactory, OwnServer};
-use photon_core::StoragePort;
 
 /// Server down time: with the 2 s lease, renewals fail past the members' local deadline
 /// (1.6 s after the last renewal) and leases expire during the restart.
@@ -23,12 +22,7 @@ async fn group_survives_a_server_restart() {
     let Some(factory) = NatsFactory::on(server.url(), 1).await else {
         return;
     };
-    let factory = Arc::new(factory);
-    let open = move || {
-        let factory = Arc::clone(&factory);
-        Box::pin(async move { Arc::new(factory.port().await.unwrap()) as Arc<dyn StoragePort> })
-            as futures::future::BoxFuture<'static, Arc<dyn StoragePort>>
-    };
+    let open = photon_testkit::group_restart::opener(Arc::new(factory));
     photon_testkit::group_restart::group_survives_a_restart(open, "restart.group", move || {
         server.stop();
         std::thread::sleep(Duration::from_millis(OUTAGE_MS));

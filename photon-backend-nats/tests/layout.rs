@@ -3,24 +3,13 @@
 
 mod common;
 
-use chrono::Utc;
 use common::NatsFactory;
 use futures::StreamExt;
-use photon_core::{Body, PhotonError, RecordDraft, StoragePort};
+use photon_core::{PhotonError, RecordDraft, StoragePort};
 use serde_json::json;
 
 fn draft(topic: &str, key: &str) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: topic.to_owned(),
-        topic_key: Some(key.to_owned()),
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!({ "key": key }),
-            headers: photon_core::Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft(topic, Some(key), json!({ "key": key }))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,23 +4,12 @@ mod common;
 
 use std::time::Duration;
 
-use chrono::Utc;
 use common::NatsFactory;
-use photon_core::{Body, RecordDraft, StoragePort};
+use photon_core::{RecordDraft, StoragePort};
 use serde_json::json;
 
 fn draft(topic: &str) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: topic.to_owned(),
-        topic_key: None,
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!(1),
-            headers: photon_core::Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft(topic, None, json!(1))
 }
 
 async fn limits(port: &photon_backend_nats::NatsStoragePort, stream: &str) -> (Duration, i64) {

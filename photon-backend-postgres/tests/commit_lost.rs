@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use photon_core::{Body, Headers, RecordDraft, StoragePort};
+use photon_core::{RecordDraft, StoragePort};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -120,17 +119,7 @@ async fn relay(
 }
 
 fn draft(i: i64) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: "lost".to_owned(),
-        topic_key: Some(format!("k{}", i % 2)),
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!({ "i": i }),
-            headers: Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft("lost", Some(&format!("k{}", i % 2)), json!({ "i": i }))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,19 +171,14 @@ async fn a_batch_whose_commit_answer_is_lost_is_answered_with_its_seqs() {
 
     // Stored once each, and nothing else.
     let admin = common::admin(&factory.url).await.unwrap();
-    let stored: Vec<(String, i64)> = admin
-        .query(
-            &format!(
-                "SELECT event_id, seq FROM {}.events ORDER BY seq",
-                factory.schema
-            ),
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    let stored: Vec<(String, i64)> = common::query_pairs(
+        &admin,
+        &format!(
+            "SELECT event_id, seq FROM {}.events ORDER BY seq",
+            factory.schema
+        ),
+    )
+    .await;
     let seqs: Vec<i64> = stored.iter().map(|(_, seq)| *seq).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
     assert_eq!(

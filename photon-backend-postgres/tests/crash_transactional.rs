@@ -8,22 +8,22 @@
 //! least one (an independent append, made again when a kill rolled the transaction back).
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
-//! [`ROLE_ENV`] = `<role>|<schema>|<log>`, on the server of `common::url`; the publisher is
+//! [`ROLE_ENV`] = `<role>|<log>|<schema>`, on the server of `common::url`; the publisher is
 //! photon-testkit's crash publisher (fsynced log of acknowledged publishes).
 
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use photon_backend_postgres::{transactional_handler, PostgresStoragePort};
+use photon_backend_postgres::transactional_handler;
 use photon_core::{EventStore, PhotonError, TransportCrypto};
-use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
-use photon_testkit::process::Spawned;
-use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
+use photon_testkit::crash::CrashPlan;
+use photon_testkit::transactional_crash::{
+    consumer_runtime, handle_until_killed, kill_plan, run_located_transactional_crash,
+    HandledTable, TX_SUBSCRIPTION,
+};
 use serde_json::json;
 
 use common::PgFactory;
@@ -34,43 +34,17 @@ const TOPIC: &str = "crash.tx";
 const SIDE_TX: &str = "crash.tx.side";
 /// Published to with `Photon::publish` from the handler, keyed by the handled event's id.
 const SIDE_DIRECT: &str = "crash.tx.direct";
-const EVENTS: usize = 4_000;
-const KILLS: usize = 24;
-/// Longest wait, after the last kill, for every event to be published and handled.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
 
 fn plan() -> CrashPlan {
-    CrashPlan {
-        topic: TOPIC.into(),
-        events: EVENTS,
-        keys: 16,
-        consumer_kills: KILLS,
-        publisher_kills_at: Vec::new(),
-        midpoint: 0,
-        drain_deadline: DRAIN_DEADLINE,
-        publish_pause: Duration::from_millis(25),
-    }
-}
-
-async fn open_port(schema: &str) -> PostgresStoragePort {
-    PostgresStoragePort::builder()
-        .url(common::url())
-        .schema(schema)
-        .pool_size(4)
-        .build()
-        .await
-        .unwrap()
+    // Longest wait, after the last kill, for every event to be published and handled.
+    kill_plan(TOPIC, Duration::from_secs(60))
 }
 
 /// The consumer: a transactional handler inserting one row per event and publishing both
 /// ways, until killed.
 async fn consume(schema: &str) {
-    let port = open_port(schema).await;
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .transport_crypto(TransportCrypto::plaintext())
-        .build()
-        .unwrap();
+    let port = common::port_on(schema).await;
+    let photon = consumer_runtime(port.clone());
     let pid = i64::from(std::process::id());
     let insert =
         format!("INSERT INTO {schema}.handled_rows (event_id, seq, pid) VALUES ($1, $2, $3)");
@@ -94,55 +68,18 @@ async fn consume(schema: &str) {
             })
         })
     };
-    let _executor = photon
-        .executor()
-        .transactional_handler(
-            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
-            Arc::new(port),
-            handler,
-        )
-        .start()
-        .unwrap();
-    std::future::pending::<()>().await;
+    handle_until_killed(&photon, &plan(), port, handler).await;
 }
 
-/// A child: the publisher or the consumer, until killed.
-#[test]
-#[ignore = "child process of transactional_consumer_killed_at_random_points"]
-fn crash_role() {
-    let Ok(spec) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    let parts: Vec<&str> = spec.splitn(3, '|').collect();
-    let [role, schema, log] = parts[..] else {
-        panic!("bad {ROLE_ENV}: {spec}");
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        match role {
-            "publish" => {
-                let store = EventStore::new(
-                    Arc::new(open_port(schema).await),
-                    TransportCrypto::plaintext(),
-                );
-                publisher_role(store, &plan(), log.into()).await;
-            }
-            _ => consume(schema).await,
-        }
-    });
-}
-
-/// A child running `role` on `schema`, logging to `log`.
-fn start(role: &str, schema: &str, log: &Path) -> Spawned {
-    Spawned::new(spawn_role(
-        ROLE_ENV,
-        format!("{role}|{schema}|{}", log.display()),
-    ))
-}
+photon_testkit::transactional_crash_child!(
+    ROLE_ENV,
+    plan(),
+    store: |schema| async move {
+        let port = common::port_on(&schema).await;
+        EventStore::new(Arc::new(port), TransportCrypto::plaintext())
+    },
+    consume: |schema| async move { consume(&schema).await },
+);
 
 /// The test's view of the schema.
 struct Table {
@@ -151,21 +88,8 @@ struct Table {
 }
 
 impl Table {
-    /// How many events `topic` holds, and how many distinct keys they carry.
     async fn events_and_keys(&self, topic: &str) -> (i64, i64) {
-        let schema = &self.schema;
-        let row = self
-            .client
-            .query_one(
-                &format!(
-                    "SELECT count(*), count(DISTINCT topic_key) FROM {schema}.events \
-                     WHERE topic_id = (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
-                ),
-                &[&topic],
-            )
-            .await
-            .unwrap();
-        (row.get(0), row.get(1))
+        common::events_and_keys(&self.client, &self.schema, topic).await
     }
 
     async fn count(&self, sql: &str) -> i64 {
@@ -205,16 +129,11 @@ impl HandledTable for Table {
 
     async fn rows_per_event(&self) -> BTreeMap<String, i64> {
         let schema = &self.schema;
-        self.client
-            .query(
-                &format!("SELECT event_id, count(*) FROM {schema}.handled_rows GROUP BY event_id"),
-                &[],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| (row.get(0), row.get(1)))
-            .collect()
+        common::query_pairs(
+            &self.client,
+            &format!("SELECT event_id, count(*) FROM {schema}.handled_rows GROUP BY event_id"),
+        )
+        .await
     }
 
     async fn writers(&self) -> i64 {
@@ -262,14 +181,8 @@ async fn transactional_consumer_killed_at_random_points() {
         client,
         schema: schema.clone(),
     };
-    run_transactional_crash(
-        &plan(),
-        &table,
-        |role, log| start(role, &schema, log),
-        directory.path(),
-    )
-    .await;
-    let events = EVENTS as i64;
+    run_located_transactional_crash(&plan(), &table, ROLE_ENV, &schema, directory.path()).await;
+    let events = plan().events as i64;
     assert_eq!(
         table.events_and_keys(SIDE_TX).await,
         (events, events),

@@ -10,9 +10,6 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use photon_core::StoragePort;
-
 use common::PgFactory;
 
 /// Outage: with the 2 s lease, renewals fail past the members' local deadline (1.6 s
@@ -48,22 +45,12 @@ fn outage(url: &str, application: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_survives_a_connection_outage() {
     let application = format!("photon_restart_{}", &common::fresh_schema()[9..]);
-    let separator = if common::url().contains('?') {
-        '&'
-    } else {
-        '?'
-    };
-    let url = format!("{}{separator}application_name={application}", common::url());
+    let url = common::named(&common::url(), &application);
     let Some(factory) = PgFactory::on(url.clone()).await else {
         return;
     };
     let factory = Arc::new(factory);
-    let opener = Arc::clone(&factory);
-    let open = move || {
-        let factory = Arc::clone(&opener);
-        Box::pin(async move { Arc::new(factory.port().await.unwrap()) as Arc<dyn StoragePort> })
-            as BoxFuture<'static, Arc<dyn StoragePort>>
-    };
+    let open = photon_testkit::group_restart::opener(Arc::clone(&factory));
     let admin_url = common::url();
     photon_testkit::group_restart::group_survives_a_restart(open, "restart.group", move || {
         let terminated = outage(&admin_url, &application);

@@ -31,13 +31,6 @@ const IDLE_BOUND: Duration = Duration::from_secs(60);
 const EVENTS: usize = 100;
 const KEYS: usize = 8;
 
-/// `url` with its own `application_name`, so that the test finds its port's sessions in
-/// `pg_stat_activity` among those of the tests running beside it.
-fn named(url: &str, name: &str) -> String {
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}application_name={name}")
-}
-
 async fn count(client: &tokio_postgres::Client, sql: &str) -> i64 {
     client.query_one(sql, &[]).await.unwrap().get(0)
 }
@@ -57,21 +50,6 @@ async fn lock_wait_seen(client: &tokio_postgres::Client, name: &str) {
     timeout(BOUND, seen)
         .await
         .unwrap_or_else(|_| panic!("no session of {name} waited for a lock within {BOUND:?}"));
-}
-
-/// Topic rows: how many events `topic` holds, and how many distinct keys they carry.
-async fn events_and_keys(client: &tokio_postgres::Client, schema: &str, topic: &str) -> (i64, i64) {
-    let row = client
-        .query_one(
-            &format!(
-                "SELECT count(*), count(DISTINCT topic_key) FROM {schema}.events \
-                 WHERE topic_id = (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
-            ),
-            &[&topic],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,16 +138,11 @@ async fn transactional_handler_publishing_both_ways_goes_idle_and_shuts_down() {
         .expect("shutdown returns")
         .unwrap();
 
-    let per_event: BTreeMap<String, i64> = client
-        .query(
-            &format!("SELECT event_id, count(*) FROM {schema}.effects GROUP BY event_id"),
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    let per_event: BTreeMap<String, i64> = common::query_pairs(
+        &client,
+        &format!("SELECT event_id, count(*) FROM {schema}.effects GROUP BY event_id"),
+    )
+    .await;
     assert_eq!(per_event.len(), EVENTS, "every event handled");
     assert!(
         per_event.values().all(|rows| *rows == 1),
@@ -178,10 +151,10 @@ async fn transactional_handler_publishing_both_ways_goes_idle_and_shuts_down() {
     // Exactly once with the checkpoint through the transaction; at least once (here: no
     // retry happened, so once) through the writer.
     assert_eq!(
-        events_and_keys(&client, &schema, "side.tx").await,
+        common::events_and_keys(&client, &schema, "side.tx").await,
         (EVENTS as i64, EVENTS as i64)
     );
-    let (direct, direct_sources) = events_and_keys(&client, &schema, "side.direct").await;
+    let (direct, direct_sources) = common::events_and_keys(&client, &schema, "side.direct").await;
     assert_eq!(direct_sources, EVENTS as i64);
     assert!(direct >= EVENTS as i64);
     // The handler's transactions alone moved the checkpoint, to the last event.
@@ -192,6 +165,31 @@ async fn transactional_handler_publishing_both_ways_goes_idle_and_shuts_down() {
     );
 }
 
+/// A port whose sessions are named `name`, with a lock timeout that outlasts the test's
+/// steps (only a commit ends a wait), its store, and two outside connections: one that
+/// watches the port's sessions, one whose transaction holds the locks.
+async fn lanes(
+    factory: &PgFactory,
+    name: &str,
+) -> (
+    PostgresStoragePort,
+    EventStore,
+    tokio_postgres::Client,
+    tokio_postgres::Client,
+) {
+    let port = factory
+        .builder()
+        .url(common::named(&factory.url, name))
+        .lock_timeout(Duration::from_secs(120))
+        .build()
+        .await
+        .unwrap();
+    let store = EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext());
+    let observer = common::admin(&factory.url).await.unwrap();
+    let caller = common::admin(&factory.url).await.unwrap();
+    (port, store, observer, caller)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_transaction_on_one_topic_holds_up_only_that_topic() {
     let Some(factory) = PgFactory::new().await else {
@@ -199,16 +197,7 @@ async fn an_open_transaction_on_one_topic_holds_up_only_that_topic() {
     };
     let name = "photon-lanes-open-tx";
     // The wait on topic `a` must outlast the test's steps: only the commit ends it.
-    let port = factory
-        .builder()
-        .url(named(&factory.url, name))
-        .lock_timeout(Duration::from_secs(120))
-        .build()
-        .await
-        .unwrap();
-    let store = EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext());
-    let observer = common::admin(&factory.url).await.unwrap();
-    let mut caller = common::admin(&factory.url).await.unwrap();
+    let (port, store, observer, mut caller) = lanes(&factory, name).await;
 
     let tx = caller.transaction().await.unwrap();
     let draft = store
@@ -339,16 +328,7 @@ async fn a_batch_across_topics_waits_for_the_earlier_writes_of_each_topic() {
         return;
     };
     let name = "photon-lanes-across";
-    let port = factory
-        .builder()
-        .url(named(&factory.url, name))
-        .lock_timeout(Duration::from_secs(120))
-        .build()
-        .await
-        .unwrap();
-    let store = EventStore::new(Arc::new(port.clone()), TransportCrypto::plaintext());
-    let observer = common::admin(&factory.url).await.unwrap();
-    let mut caller = common::admin(&factory.url).await.unwrap();
+    let (port, store, observer, mut caller) = lanes(&factory, name).await;
 
     // Topic `y`'s lane waits for the caller's transaction with a publish.
     let tx = caller.transaction().await.unwrap();

@@ -20,6 +20,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use common::PgFactory;
+use photon_testkit::outbox;
 
 /// Long enough that a delivery within [`DEADLINE`] can only come from the commit's wake.
 const RECHECK: Duration = Duration::from_secs(60);
@@ -57,11 +58,7 @@ async fn rolled_back_publishes_nothing_committed_wakes_another_ports_subscriber_
         .unwrap();
 
     // Started before both transactions; it must be woken by the commit, not a recheck.
-    let mut subscriber = reader_store.subscribe("orders", None, StartAt::Beginning);
-    let first = tokio::spawn(async move {
-        let event = subscriber.next().await.unwrap().unwrap();
-        (event, subscriber)
-    });
+    let first = outbox::first_event(&reader_store, "orders");
     // Let the subscriber reach its wait on the empty topic.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -103,15 +100,13 @@ async fn rolled_back_publishes_nothing_committed_wakes_another_ports_subscriber_
     assert_eq!(writer_port.head_seq("orders", None).await.unwrap(), None);
     tx.commit().await.unwrap();
 
-    let (event, mut subscriber): (Event, _) = tokio::time::timeout(DEADLINE, first)
-        .await
-        .expect("the commit wakes the other port's subscriber")
-        .unwrap();
-    assert_eq!(event.event_id, appended.event_id);
-    assert_eq!(event.seq, 1);
-    assert_eq!(event.topic_key.as_deref(), Some("o-2"));
-    assert_eq!(event.payload, json!({"total": 2}));
-    assert_eq!(event.actor, json!("shop"));
+    let (_, mut subscriber) = outbox::assert_committed_order(
+        first,
+        &appended,
+        DEADLINE,
+        "the commit wakes the other port's subscriber",
+    )
+    .await;
     assert_eq!(
         count(&client, &format!("SELECT count(*) FROM {schema}.orders")).await,
         1
@@ -119,17 +114,7 @@ async fn rolled_back_publishes_nothing_committed_wakes_another_ports_subscriber_
 
     // Delivered once: a normal publish after it is the very next event, with the next seq
     // (the port's writer and the caller's transaction share the topic's counter).
-    let next = writer_store
-        .publish("orders", None, json!(null), json!({"total": 3}))
-        .await
-        .unwrap();
-    assert_eq!(next.seq, 2);
-    let event = tokio::time::timeout(DEADLINE, subscriber.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!((event.event_id, event.seq), (next.event_id, 2));
+    outbox::assert_next_publish_follows(&writer_store, &mut subscriber, DEADLINE).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,13 +233,9 @@ async fn a_second_consumer_waits_for_the_first_and_skips_the_event() {
     let (first_port, store) = open(&factory).await;
     // Named, so that its lock wait is found among the sessions of the tests beside it.
     let waiter = "photon-outbox-second-consumer";
-    let separator = if factory.url.contains('?') { '&' } else { '?' };
     let second_port = factory
         .builder()
-        .url(format!(
-            "{}{separator}application_name={waiter}",
-            factory.url
-        ))
+        .url(common::named(&factory.url, waiter))
         .build()
         .await
         .unwrap();

@@ -35,17 +35,22 @@ fn tail(topic: &str) -> SubscribeRequest {
     }
 }
 
+/// A port that never rechecks: only a notification wakes its subscribers.
+async fn listening(factory: &PgFactory) -> PostgresStoragePort {
+    factory
+        .builder()
+        .recheck_interval(NEVER)
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_ports_appends_wake_subscribers_through_notify() {
     let Some(factory) = PgFactory::new().await else {
         return;
     };
-    let listening = factory
-        .builder()
-        .recheck_interval(NEVER)
-        .build()
-        .await
-        .unwrap();
+    let listening = listening(&factory).await;
     let publisher = store(factory.port().await.unwrap());
     let mut stream = listening.subscribe(tail("notify.orders"));
     // Nothing is stored yet: the first poll resolves the tail and waits.
@@ -134,21 +139,11 @@ async fn a_retried_append_is_stored_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listener_reconnects_after_its_connection_is_killed() {
     let application = format!("photon_listen_{}", &common::fresh_schema()[9..]);
-    let separator = if common::url().contains('?') {
-        '&'
-    } else {
-        '?'
-    };
-    let url = format!("{}{separator}application_name={application}", common::url());
+    let url = common::named(&common::url(), &application);
     let Some(factory) = PgFactory::on(url).await else {
         return;
     };
-    let listening = factory
-        .builder()
-        .recheck_interval(NEVER)
-        .build()
-        .await
-        .unwrap();
+    let listening = listening(&factory).await;
     let mut stream = listening.subscribe(tail("reconnect"));
     assert_quiet(&mut stream, Duration::from_millis(200)).await;
     let admin = common::admin(&common::url()).await.unwrap();

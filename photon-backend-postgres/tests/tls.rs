@@ -108,49 +108,35 @@ async fn ssl_of_sessions(factory: &PgFactory, name: &str) -> Vec<bool> {
 /// At least one connection each: page reads, writer, listener, coordination.
 const KINDS_OF_CONNECTION: usize = 4;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn require_encrypts_every_connection_of_the_port() {
+/// Under `sslmode`, the port opens every kind of connection, each of them encrypted when
+/// `encrypted` and none of them otherwise.
+async fn every_connection_is(sslmode: &str, encrypted: bool) {
     let Some(factory) = PgFactory::new().await else {
         return;
     };
-    let (url, name) = with_params(&factory.url, "sslmode=require");
+    let (url, name) = with_params(&factory.url, &format!("sslmode={sslmode}"));
     let sessions = exercise(&factory, &url, &name).await;
     assert!(sessions.len() >= KINDS_OF_CONNECTION, "{sessions:?}");
     assert_eq!(
-        sessions.iter().filter(|ssl| !**ssl).count(),
+        sessions.iter().filter(|ssl| **ssl != encrypted).count(),
         0,
         "{sessions:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_encrypts_every_connection_of_the_port() {
+    every_connection_is("require", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disable_keeps_every_connection_in_clear_text() {
-    let Some(factory) = PgFactory::new().await else {
-        return;
-    };
-    let (url, name) = with_params(&factory.url, "sslmode=disable");
-    let sessions = exercise(&factory, &url, &name).await;
-    assert!(sessions.len() >= KINDS_OF_CONNECTION, "{sessions:?}");
-    assert_eq!(
-        sessions.iter().filter(|ssl| **ssl).count(),
-        0,
-        "{sessions:?}"
-    );
+    every_connection_is("disable", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefer_uses_tls_when_the_server_offers_it() {
-    let Some(factory) = PgFactory::new().await else {
-        return;
-    };
-    let (url, name) = with_params(&factory.url, "sslmode=prefer");
-    let sessions = exercise(&factory, &url, &name).await;
-    assert!(sessions.len() >= KINDS_OF_CONNECTION, "{sessions:?}");
-    assert_eq!(
-        sessions.iter().filter(|ssl| !**ssl).count(),
-        0,
-        "{sessions:?}"
-    );
+    every_connection_is("prefer", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,6 +338,27 @@ fn upstream(url: &str) -> (String, String, String) {
     )
 }
 
+/// A port onto the factory's schema at `url`, built within [`BOUND`].
+async fn build_at(factory: &PgFactory, url: String) -> photon_core::Result<PostgresStoragePort> {
+    timeout(BOUND, factory.builder().url(url).build())
+        .await
+        .expect("the build answers within the bound")
+}
+
+/// A runtime on `port` that has published `payload` to `topic`, and what it appended.
+async fn publish_one(
+    port: PostgresStoragePort,
+    topic: &str,
+    payload: serde_json::Value,
+) -> (Photon, photon_core::Appended) {
+    let photon = Photon::builder().storage_port(port).build().unwrap();
+    let appended = photon
+        .publish(topic, None, json!(null), payload)
+        .await
+        .unwrap();
+    (photon, appended)
+}
+
 /// A connection string to `localhost` through `proxy`, with `params`.
 fn through(proxy: &Proxy, factory: &PgFactory, params: &str) -> (String, String) {
     let (_, user, database) = upstream(&factory.url);
@@ -428,15 +435,8 @@ async fn prefer_falls_back_to_clear_text_and_require_refuses_it() {
     let (address, task) = clear_text_proxy(server).await;
     let base = format!("postgres://{user}@127.0.0.1:{}/{database}", address.port());
     let (url, name) = with_params(&base, "sslmode=prefer");
-    let port = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap();
-    let photon = Photon::builder().storage_port(port).build().unwrap();
-    let appended = photon
-        .publish("tls.clear", None, json!(null), json!(1))
-        .await
-        .unwrap();
+    let port = build_at(&factory, url).await.unwrap();
+    let (photon, appended) = publish_one(port, "tls.clear", json!(1)).await;
     assert_eq!(appended.seq, 1);
     let sessions = ssl_of_sessions(&factory, &name).await;
     assert!(sessions.len() >= 3, "{sessions:?}");
@@ -448,10 +448,7 @@ async fn prefer_falls_back_to_clear_text_and_require_refuses_it() {
     photon.shutdown().await.unwrap();
 
     let (url, _) = with_params(&base, "sslmode=require");
-    let refused = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap_err();
+    let refused = build_at(&factory, url).await.unwrap_err();
     assert!(
         refused.to_string().contains("server does not support TLS"),
         "{refused}"
@@ -478,20 +475,8 @@ async fn verify_full_through_a_proxy_signed_by_the_root_succeeds_for_its_name_on
     .await;
     let params = format!("sslmode=verify-full&sslrootcert={}", ca.pem_file.display());
     let (url, _) = through(&localhost, &factory, &params);
-    let port = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap();
-    let photon = Photon::builder().storage_port(port).build().unwrap();
-    let appended = photon
-        .publish(
-            "tls.proxied",
-            None,
-            json!(null),
-            json!({ "through": "proxy" }),
-        )
-        .await
-        .unwrap();
+    let port = build_at(&factory, url).await.unwrap();
+    let (photon, appended) = publish_one(port, "tls.proxied", json!({ "through": "proxy" })).await;
     assert_eq!(appended.seq, 1);
     photon.shutdown().await.unwrap();
     assert!(!localhost.client_certs().is_empty());
@@ -503,10 +488,7 @@ async fn verify_full_through_a_proxy_signed_by_the_root_succeeds_for_its_name_on
     )
     .await;
     let (url, _) = through(&elsewhere, &factory, &params);
-    let refused = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap_err();
+    let refused = build_at(&factory, url).await.unwrap_err();
     let message = refused.to_string();
     assert!(
         message.contains("certificate not valid for name \"localhost\"")
@@ -518,10 +500,7 @@ async fn verify_full_through_a_proxy_signed_by_the_root_succeeds_for_its_name_on
     // verify-ca checks the chain only: the same certificate for another name passes.
     let params = format!("sslmode=verify-ca&sslrootcert={}", ca.pem_file.display());
     let (url, _) = through(&elsewhere, &factory, &params);
-    let port = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap();
+    let port = build_at(&factory, url).await.unwrap();
     drop(port);
 }
 
@@ -551,15 +530,8 @@ async fn client_certificates_are_presented_on_every_connection() {
         key_file.display()
     );
     let (url, _) = through(&proxy, &factory, &params);
-    let port = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap();
-    let photon = Photon::builder().storage_port(port).build().unwrap();
-    photon
-        .publish("tls.clients", None, json!(null), json!(1))
-        .await
-        .unwrap();
+    let port = build_at(&factory, url).await.unwrap();
+    let (photon, _) = publish_one(port, "tls.clients", json!(1)).await;
     photon.shutdown().await.unwrap();
     let seen = proxy.client_certs();
     // The read pool's first connection, the listener and the writer's.
@@ -573,10 +545,7 @@ async fn client_certificates_are_presented_on_every_connection() {
     // Without a client certificate the proxy refuses the handshake.
     let params = format!("sslmode=verify-full&sslrootcert={}", ca.pem_file.display());
     let (url, _) = through(&proxy, &factory, &params);
-    let refused = timeout(BOUND, factory.builder().url(url).build())
-        .await
-        .unwrap()
-        .unwrap_err();
+    let refused = build_at(&factory, url).await.unwrap_err();
     let message = refused.to_string();
     assert!(message.contains("sslcert and sslkey"), "{message}");
     assert!(!refused.is_retryable(), "{refused:?}");

@@ -28,11 +28,7 @@ fn publish_child() {
         return;
     };
     let (db, out) = spec.split_once('|').unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = photon_testkit::process::child_runtime();
     runtime.block_on(async {
         let port = SqliteStoragePort::builder().path(db).build().await.unwrap();
         let store = EventStore::new(Arc::new(port), TransportCrypto::plaintext());

@@ -7,6 +7,8 @@
 //! [`CHILD_ENV`] set. It appends `run event_id key seq` per handled event to an output
 //! file, flushing each line, then acknowledges the event to a `CheckpointCommitter`.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,10 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use photon_backend_sqlite::SqliteStoragePort;
-use photon_core::{
-    CheckpointCommitter, CheckpointKey, EventStore, FlushPolicy, StartPolicy, TransportCrypto,
-};
+use photon_core::{CheckpointCommitter, CheckpointKey, FlushPolicy, StartPolicy};
 use serde_json::json;
 
 const CHILD_ENV: &str = "PHOTON_SQLITE_TEST_CRASH_CHILD";
@@ -31,15 +30,6 @@ const PUBLISHERS: usize = 4;
 const KILLS: usize = 3;
 /// Acknowledgements that force a checkpoint commit in the child.
 const MAX_PENDING: u32 = 100;
-
-fn open_store(path: &Path) -> EventStore {
-    let port = SqliteStoragePort::builder()
-        .path(path)
-        .poll_interval(Duration::from_millis(10))
-        .build_blocking()
-        .unwrap();
-    EventStore::new(Arc::new(port), TransportCrypto::plaintext())
-}
 
 /// The child: consumes the durable subscription until killed.
 #[test]
@@ -54,13 +44,9 @@ fn crash_child() {
         parts.next().unwrap(),
         parts.next().unwrap(),
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = photon_testkit::process::child_runtime();
     runtime.block_on(async {
-        let store = open_store(Path::new(db));
+        let store = common::open_store(Path::new(db));
         let key = CheckpointKey::new(SUBSCRIPTION, TOPIC, None);
         let policy = FlushPolicy {
             interval: Duration::from_millis(50),
@@ -142,7 +128,7 @@ async fn durable_consumer_survives_three_kills() {
     let directory = tempfile::tempdir().unwrap();
     let db: PathBuf = directory.path().join("crash.db");
     let out: PathBuf = directory.path().join("handled.txt");
-    let store = open_store(&db);
+    let store = common::open_store(&db);
 
     let published = Arc::new(AtomicUsize::new(0));
     let mut publishers = Vec::new();

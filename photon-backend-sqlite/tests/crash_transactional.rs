@@ -3,7 +3,7 @@
 //! end), with the user's table in the same file as the events.
 //!
 //! Children are this test binary run again with `--ignored --exact crash_role` and
-//! [`ROLE_ENV`] = `<role>|<db>|<log>`; the publisher is photon-testkit's crash publisher
+//! [`ROLE_ENV`] = `<role>|<log>|<db>`; the publisher is photon-testkit's crash publisher
 //! (fsynced log of acknowledged publishes).
 
 use std::collections::{BTreeMap, HashSet};
@@ -14,29 +14,18 @@ use std::time::Duration;
 use photon_backend_sqlite::rusqlite::Connection;
 use photon_backend_sqlite::{sqlite_error, transactional_handler, SqliteStoragePort, Synchronous};
 use photon_core::{EventStore, TransportCrypto};
-use photon_runtime::{HandlerOptions, Photon};
-use photon_testkit::crash::{publisher_role, spawn_role, CrashPlan};
-use photon_testkit::process::Spawned;
-use photon_testkit::transactional_crash::{run_transactional_crash, HandledTable, TX_SUBSCRIPTION};
+use photon_testkit::crash::CrashPlan;
+use photon_testkit::transactional_crash::{
+    consumer_runtime, handle_until_killed, kill_plan, run_located_transactional_crash,
+    HandledTable, TX_SUBSCRIPTION,
+};
 
 const ROLE_ENV: &str = "PHOTON_SQLITE_TEST_TX_CRASH_ROLE";
 const TOPIC: &str = "crash.tx";
-const EVENTS: usize = 4_000;
-const KILLS: usize = 24;
-/// Longest wait, after the last kill, for every event to be published and handled.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(40);
 
 fn plan() -> CrashPlan {
-    CrashPlan {
-        topic: TOPIC.into(),
-        events: EVENTS,
-        keys: 16,
-        consumer_kills: KILLS,
-        publisher_kills_at: Vec::new(),
-        midpoint: 0,
-        drain_deadline: DRAIN_DEADLINE,
-        publish_pause: Duration::from_millis(25),
-    }
+    // Longest wait, after the last kill, for every event to be published and handled.
+    kill_plan(TOPIC, Duration::from_secs(40))
 }
 
 /// `normal`: a killed process loses nothing committed (the test kills processes; power
@@ -53,11 +42,7 @@ fn open_port(db: &Path) -> SqliteStoragePort {
 /// The consumer: a transactional handler inserting one row per event, until killed.
 async fn consume(db: &Path) {
     let port = open_port(db);
-    let photon = Photon::builder()
-        .storage_port(port.clone())
-        .transport_crypto(TransportCrypto::plaintext())
-        .build()
-        .unwrap();
+    let photon = consumer_runtime(port.clone());
     let pid = i64::from(std::process::id());
     let handler = transactional_handler(move |tx, event| {
         tx.execute(
@@ -67,55 +52,20 @@ async fn consume(db: &Path) {
         .map(drop)
         .map_err(|e| sqlite_error("insert a handled row", e))
     });
-    let _executor = photon
-        .executor()
-        .transactional_handler(
-            HandlerOptions::new(TX_SUBSCRIPTION, TOPIC),
-            Arc::new(port),
-            handler,
+    handle_until_killed(&photon, &plan(), port, handler).await;
+}
+
+photon_testkit::transactional_crash_child!(
+    ROLE_ENV,
+    plan(),
+    store: |db| async move {
+        EventStore::new(
+            Arc::new(open_port(Path::new(&db))),
+            TransportCrypto::plaintext(),
         )
-        .start()
-        .unwrap();
-    std::future::pending::<()>().await;
-}
-
-/// A child: the publisher or the consumer, until killed.
-#[test]
-#[ignore = "child process of transactional_consumer_killed_at_random_points"]
-fn crash_role() {
-    let Ok(spec) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    let parts: Vec<&str> = spec.splitn(3, '|').collect();
-    let [role, db, log] = parts[..] else {
-        panic!("bad {ROLE_ENV}: {spec}");
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        match role {
-            "publish" => {
-                let store = EventStore::new(
-                    Arc::new(open_port(Path::new(db))),
-                    TransportCrypto::plaintext(),
-                );
-                publisher_role(store, &plan(), log.into()).await;
-            }
-            _ => consume(Path::new(db)).await,
-        }
-    });
-}
-
-/// A child running `role` on the file `db`, logging to `log`.
-fn start(role: &str, db: &Path, log: &Path) -> Spawned {
-    Spawned::new(spawn_role(
-        ROLE_ENV,
-        format!("{role}|{}|{}", db.display(), log.display()),
-    ))
-}
+    },
+    consume: |db| async move { consume(Path::new(&db)).await },
+);
 
 /// The test's view of the file.
 struct Table {
@@ -129,6 +79,23 @@ impl Table {
             .query_row(sql, [], |row| row.get(0))
             .unwrap_or(0)
     }
+
+    /// The rows of `sql`, each read by `read`.
+    fn query<T, C: FromIterator<T>>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> C {
+        let connection = Connection::open(&self.db).unwrap();
+        let mut statement = connection.prepare(sql).unwrap();
+        let rows = statement
+            .query_map(params, read)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows
+    }
 }
 
 #[async_trait::async_trait]
@@ -138,32 +105,20 @@ impl HandledTable for Table {
     }
 
     async fn stored_events(&self) -> HashSet<String> {
-        let connection = Connection::open(&self.db).unwrap();
-        let mut statement = connection
-            .prepare(
-                "SELECT event_id FROM events WHERE topic_id = \
-                 (SELECT topic_id FROM topics WHERE name = ?1)",
-            )
-            .unwrap();
-        let ids = statement
-            .query_map([TOPIC], |row| row.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        ids
+        self.query(
+            "SELECT event_id FROM events WHERE topic_id = \
+             (SELECT topic_id FROM topics WHERE name = ?1)",
+            [TOPIC],
+            |row| row.get(0),
+        )
     }
 
     async fn rows_per_event(&self) -> BTreeMap<String, i64> {
-        let connection = Connection::open(&self.db).unwrap();
-        let mut statement = connection
-            .prepare("SELECT event_id, count(*) FROM handled_rows GROUP BY event_id")
-            .unwrap();
-        let rows = statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        rows
+        self.query(
+            "SELECT event_id, count(*) FROM handled_rows GROUP BY event_id",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
     }
 
     async fn writers(&self) -> i64 {
@@ -196,11 +151,6 @@ async fn transactional_consumer_killed_at_random_points() {
         )
         .unwrap();
     let table = Table { db: db.clone() };
-    run_transactional_crash(
-        &plan(),
-        &table,
-        |role, log| start(role, &db, log),
-        directory.path(),
-    )
-    .await;
+    let location = db.display().to_string();
+    run_located_transactional_crash(&plan(), &table, ROLE_ENV, &location, directory.path()).await;
 }

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use photon_backend_sqlite::rusqlite::{Connection, TransactionBehavior};
 use photon_backend_sqlite::{publish_in_tx, sqlite_error, SqliteStoragePort};
 use photon_core::{Event, EventStore, Headers, PhotonError, StartAt, StoragePort, TransportCrypto};
+use photon_testkit::outbox;
 use serde_json::json;
 
 /// Long enough that a delivery within [`DEADLINE`] can only come from the commit's wake.
@@ -50,11 +51,7 @@ async fn rolled_back_publishes_nothing_committed_wakes_the_subscriber_once() {
     port.transaction(|tx| create_orders(tx)).await.unwrap();
 
     // Started before both transactions; it must be woken by the commit, not a poll.
-    let mut subscriber = store.subscribe("orders", None, StartAt::Beginning);
-    let first = tokio::spawn(async move {
-        let event = subscriber.next().await.unwrap().unwrap();
-        (event, subscriber)
-    });
+    let first = outbox::first_event(&store, "orders");
     // Let the subscriber reach its wait on the empty topic.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -97,30 +94,18 @@ async fn rolled_back_publishes_nothing_committed_wakes_the_subscriber_once() {
     // The rolled-back publish used no seq.
     assert_eq!(appended.seq, 1);
 
-    let (event, mut subscriber): (Event, _) = tokio::time::timeout(DEADLINE, first)
-        .await
-        .expect("the commit wakes the subscriber")
-        .unwrap();
-    assert_eq!(event.event_id, appended.event_id);
-    assert_eq!(event.seq, 1);
-    assert_eq!(event.topic_key.as_deref(), Some("o-2"));
-    assert_eq!(event.payload, json!({"total": 2}));
-    assert_eq!(event.actor, json!("shop"));
+    let (event, mut subscriber) = outbox::assert_committed_order(
+        first,
+        &appended,
+        DEADLINE,
+        "the commit wakes the subscriber",
+    )
+    .await;
     assert_eq!(event.headers, headers);
     assert_eq!(order_count(&db), 1);
 
     // Delivered once: a normal publish after it is the very next event.
-    let next = store
-        .publish("orders", None, json!(null), json!({"total": 3}))
-        .await
-        .unwrap();
-    assert_eq!(next.seq, 2);
-    let event = tokio::time::timeout(DEADLINE, subscriber.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!((event.seq, event.event_id), (2, next.event_id));
+    outbox::assert_next_publish_follows(&store, &mut subscriber, DEADLINE).await;
 
     // Sealed exactly as a publish: the stored body holds no plaintext.
     let body: String = Connection::open(&db)

@@ -22,17 +22,7 @@ async fn port(path: &Path) -> SqliteStoragePort {
 }
 
 fn draft(topic: &str, key: Option<&str>, i: i64) -> RecordDraft {
-    RecordDraft {
-        envelope_id: uuid::Uuid::now_v7().to_string(),
-        topic_name: topic.to_owned(),
-        topic_key: key.map(str::to_owned),
-        created_at: Utc::now(),
-        body: Body::Plain {
-            actor: json!(null),
-            payload: json!({ "i": i }),
-            headers: photon_core::Headers::new(),
-        },
-    }
+    photon_testkit::plain_draft(topic, key, json!({ "i": i }))
 }
 
 fn request(topic: &str, key: Option<&str>, start: StartAt) -> SubscribeRequest {

@@ -5,7 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
-use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
+use photon_core::{
+    Appended, Body, EventStore, Headers, PhotonError, RecordDraft, Result, StoragePort,
+    TransportCrypto,
+};
+use serde_json::{json, Value};
 
 /// Environment variable naming adapters whose absence fails the suite instead of skipping
 /// it, e.g. `PHOTON_TEST_REQUIRE=nats,fluvio`.
@@ -175,4 +179,27 @@ where
     if let Ok(Some(item)) = tokio::time::timeout(quiet, stream.next()).await {
         panic!("expected no more items, got {item:?}");
     }
+}
+
+/// A plaintext draft for [`StoragePort::append`]: a new envelope id, no actor, no
+/// headers, created now; what tests that write below the [`EventStore`] append.
+#[must_use]
+pub fn plain_draft(topic: &str, key: Option<&str>, payload: Value) -> RecordDraft {
+    RecordDraft {
+        envelope_id: uuid::Uuid::now_v7().to_string(),
+        topic_name: topic.to_owned(),
+        topic_key: key.map(str::to_owned),
+        created_at: chrono::Utc::now(),
+        body: Body::Plain {
+            actor: json!(null),
+            payload,
+            headers: Headers::new(),
+        },
+    }
+}
+
+/// The error of a [`PortFactory::store_undecodable`] hook whose write failed: `what`
+/// failed because of `err`.
+pub fn injection_failed(what: &str, err: &dyn std::fmt::Display) -> PhotonError {
+    PhotonError::InvalidInput(format!("{what}: {err}"))
 }

@@ -238,6 +238,73 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+impl CrashPlan {
+    /// The plan every port's kill loop runs: 6,000 events on 32 keys, the consumer killed
+    /// at 22 random points, the publisher at the 5th, 11th and 17th of them, the midpoint
+    /// (a broker restart, where the test has one) after the 11th; `drain_deadline` is the
+    /// backend's own.
+    #[must_use]
+    pub fn kill_loop(drain_deadline: Duration) -> Self {
+        Self {
+            topic: "crash.loop".into(),
+            events: 6_000,
+            keys: 32,
+            consumer_kills: 22,
+            publisher_kills_at: vec![5, 11, 17],
+            midpoint: 11,
+            drain_deadline,
+            publish_pause: Duration::from_millis(20),
+        }
+    }
+}
+
+/// The child of [`run_located_crash_test`], if `env` is set: parses
+/// `<role>|<incarnation>|<log>|<location>` and runs [`run_role`] on the store
+/// `open(location)` returns. Call it from an ignored test named `crash_role`.
+///
+/// # Panics
+/// When the variable is malformed, and as [`run_role`].
+pub fn located_role<F>(env: &str, plan: &CrashPlan, open: impl FnOnce(String) -> F)
+where
+    F: std::future::Future<Output = EventStore>,
+{
+    let Ok(spec) = std::env::var(env) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.splitn(4, '|').collect();
+    let [role, incarnation, log, location] = parts[..] else {
+        panic!("bad {env}: {spec}");
+    };
+    run_role(plan, role, incarnation, log, open(location.to_owned()));
+}
+
+/// [`run_crash_test_in`] with children that open their port onto `location` (a file, a
+/// schema, a URL and a prefix: whatever the port's [`located_role`] reads), started by
+/// [`spawn_role`] with the spec in `env`.
+///
+/// # Panics
+/// As [`run_crash_test_in`].
+pub async fn run_located_crash_test(
+    dir: &Path,
+    plan: &CrashPlan,
+    env: &str,
+    location: &str,
+    on_midpoint: impl FnMut(),
+) -> CrashReport {
+    run_crash_test_in(
+        dir,
+        plan,
+        |role, incarnation, log| {
+            spawn_role(
+                env,
+                format!("{role}|{incarnation}|{}|{location}", log.display()),
+            )
+        },
+        on_midpoint,
+    )
+    .await
+}
+
 /// Runs one child of a crash test in this process, on a runtime of its own, until it is
 /// killed: the publisher (`role = "publish"`) or the consumer (any other role, as
 /// incarnation `incarnation`), on the store `open` returns, logging to `log`.
@@ -253,11 +320,7 @@ pub fn run_role(
 ) {
     let incarnation: usize = incarnation.parse().expect("a numeric incarnation");
     let log = PathBuf::from(log);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = crate::process::child_runtime();
     runtime.block_on(async {
         let store = open.await;
         match role {

@@ -115,11 +115,7 @@ impl GroupProcesses {
             return;
         };
         let parts: Vec<String> = spec.split('|').map(str::to_owned).collect();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = crate::process::child_runtime();
         match parts[0].as_str() {
             "publisher" => runtime.block_on(publish(
                 open(parts[1].clone()),
@@ -756,4 +752,82 @@ pub(crate) fn handlings(steps: &[Step]) -> Vec<Handling> {
 pub(crate) async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     ALONE.lock().await
+}
+
+/// Expands to a port's multi-process group tests: the ignored child test `group_child`
+/// ([`GroupProcesses::child`]) and one `#[tokio::test]` per listed test, each calling the
+/// named method of [`GroupProcesses`] in a fresh temporary directory.
+///
+/// `setup` is an async function called as `setup(dir: &Path, args...)` with the listed
+/// arguments; it returns `Option<(String, G)>`: the location handed to `open`, and a
+/// guard kept until the test ends (a factory that deletes its streams on drop, say).
+/// `None` skips the test: `setup` reports why (see [`crate::skip_or_fail`]).
+///
+/// ```ignore
+/// photon_testkit::group_process_tests! {
+///     role_env: "PHOTON_NATS_TEST_GROUP_ROLE",
+///     open: open,
+///     setup: location,
+///     tests: {
+///         group_members_survive_kills => members_survive_kills(1),
+///         group_members_survive_kills_four_shards => members_survive_kills(4),
+///     }
+/// }
+/// ```
+///
+/// Without `tests`, the four standard tests, `setup` called with the directory alone:
+/// `group_members_survive_kills`, `frozen_member_is_fenced`,
+/// `group_handlers_hold_through_joins_kills_and_freezes` and `group_composition`.
+///
+/// The calling crate needs `tokio` and `tempfile` among its dev-dependencies.
+#[macro_export]
+macro_rules! group_process_tests {
+    (role_env: $role_env:expr, open: $open:expr, setup: $setup:expr $(,)?) => {
+        $crate::group_process_tests! {
+            role_env: $role_env,
+            open: $open,
+            setup: $setup,
+            tests: {
+                group_members_survive_kills => members_survive_kills(),
+                frozen_member_is_fenced => frozen_member_is_fenced(),
+                group_handlers_hold_through_joins_kills_and_freezes =>
+                    handlers_hold_through_joins_kills_and_freezes(),
+                /// Seeded schedules of joins, SIGKILLs and SIGSTOPs of member and publisher
+                /// processes (`photon_testkit::composition::ProcessSchedule`), checked from
+                /// the processes' logs.
+                group_composition => composition(),
+            }
+        }
+    };
+    (
+        role_env: $role_env:expr,
+        open: $open:expr,
+        setup: $setup:expr,
+        tests: { $( $(#[$meta:meta])* $name:ident => $method:ident ( $($arg:expr),* ) ),* $(,)? }
+    ) => {
+        /// A child process of the tests below.
+        #[test]
+        #[ignore = "child process of the group process tests"]
+        fn group_child() {
+            $crate::group_processes::GroupProcesses::child($role_env, $open);
+        }
+
+        $(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let directory = tempfile::tempdir().unwrap();
+                if let Some((location, _guard)) = $setup(directory.path() $(, $arg)*).await {
+                    $crate::group_processes::GroupProcesses {
+                        role_env: $role_env,
+                        location,
+                        open: $open,
+                        dir: directory.path().to_owned(),
+                    }
+                    .$method()
+                    .await;
+                }
+            }
+        )*
+    };
 }

@@ -15,8 +15,21 @@ use photon_core::raw::group::join;
 use photon_core::{EventStore, GroupRequest, StartAt, StoragePort, TransportCrypto};
 use serde_json::json;
 
+use crate::PortFactory;
+
 const EVENTS: i64 = 2_000;
 const KEYS: i64 = 32;
+
+/// The `open` of [`group_survives_a_restart`] for a [`PortFactory`]: each call opens a
+/// new port (a member of its own), panicking when the backend refuses.
+pub fn opener<F: PortFactory>(
+    factory: Arc<F>,
+) -> impl Fn() -> BoxFuture<'static, Arc<dyn StoragePort>> {
+    move || {
+        let factory = Arc::clone(&factory);
+        Box::pin(async move { factory.open().await.expect("a port onto the factory") })
+    }
+}
 
 /// What the members handled and acknowledged: `(member, partition, epoch, key, i)`.
 type Handled = Arc<Mutex<Vec<(usize, u32, u64, String, i64)>>>;

@@ -24,13 +24,16 @@ mod group_handlers;
 pub mod group_processes;
 pub mod group_restart;
 mod mem;
+pub mod outbox;
 pub mod process;
 pub mod scenarios;
+pub mod sharded_resume;
 pub mod transactional_crash;
 
 pub use capability::Capability;
 pub use context::{
-    assert_quiet, skip_or_fail, take_exact, Context, PortFactory, DEADLINE, REQUIRE_ENV,
+    assert_quiet, injection_failed, plain_draft, skip_or_fail, take_exact, Context, PortFactory,
+    DEADLINE, REQUIRE_ENV,
 };
 pub use mem::MemFactory;
 pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};

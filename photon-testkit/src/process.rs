@@ -66,3 +66,17 @@ impl Random {
         self.0 % bound.max(1)
     }
 }
+
+/// The runtime a child process of a multi-process test runs on: two workers, as the
+/// parent's `#[tokio::test]` has.
+///
+/// # Panics
+/// When the runtime cannot start.
+#[must_use]
+pub fn child_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}

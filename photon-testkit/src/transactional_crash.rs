@@ -15,11 +15,145 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use crate::crash::{read_acked, CrashPlan};
+use photon_core::EventStore;
+
+use crate::crash::{publisher_role, read_acked, spawn_role, CrashPlan};
 use crate::process::{Random, Spawned};
 
 /// The subscription name the consumer's transactional handler runs under.
 pub const TX_SUBSCRIPTION: &str = "tx-consumer";
+
+/// The plan of every port's transactional kill test: 4,000 events on 16 keys of `topic`,
+/// the consumer killed 24 times, the publisher never (so that every stored event was
+/// acknowledged); `drain_deadline` is the backend's own.
+#[must_use]
+pub fn kill_plan(topic: &str, drain_deadline: Duration) -> CrashPlan {
+    CrashPlan {
+        topic: topic.into(),
+        events: 4_000,
+        keys: 16,
+        consumer_kills: 24,
+        publisher_kills_at: Vec::new(),
+        midpoint: 0,
+        drain_deadline,
+        publish_pause: Duration::from_millis(25),
+    }
+}
+
+/// The child of [`run_located_transactional_crash`], if `env` is set: parses
+/// `<role>|<log>|<location>`; role `publish` runs the crash publisher on the store
+/// `store(location)` returns, any other role runs `consume(location)`, both until killed.
+/// Call it from an ignored test named `crash_role`.
+///
+/// # Panics
+/// When the variable is malformed or the runtime cannot start.
+pub fn located_role<S, C>(
+    env: &str,
+    plan: &CrashPlan,
+    store: impl FnOnce(String) -> S,
+    consume: impl FnOnce(String) -> C,
+) where
+    S: std::future::Future<Output = EventStore>,
+    C: std::future::Future<Output = ()>,
+{
+    let Ok(spec) = std::env::var(env) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.splitn(3, '|').collect();
+    let [role, log, location] = parts[..] else {
+        panic!("bad {env}: {spec}");
+    };
+    let runtime = crate::process::child_runtime();
+    runtime.block_on(async {
+        match role {
+            "publish" => publisher_role(store(location.to_owned()).await, plan, log.into()).await,
+            _ => consume(location.to_owned()).await,
+        }
+    });
+}
+
+/// A plaintext runtime on `port`, for the consumer child: its handler may need the runtime
+/// (to publish) before [`handle_until_killed`] starts it.
+///
+/// # Panics
+/// When the runtime cannot be built.
+pub fn consumer_runtime(port: impl photon_core::StoragePort) -> photon_runtime::Photon {
+    photon_runtime::Photon::builder()
+        .storage_port(port)
+        .transport_crypto(photon_core::TransportCrypto::plaintext())
+        .build()
+        .expect("a runtime on the port")
+}
+
+/// The consumer child's work: `handler` as the transactional handler of
+/// [`TX_SUBSCRIPTION`] on `plan.topic`, run by `photon`'s executor on `port`, until the
+/// process is killed.
+///
+/// # Panics
+/// When the executor does not start.
+pub async fn handle_until_killed<P: photon_core::TransactionalPort>(
+    photon: &photon_runtime::Photon,
+    plan: &CrashPlan,
+    port: P,
+    handler: std::sync::Arc<P::Handler>,
+) {
+    let _executor = photon
+        .executor()
+        .transactional_handler(
+            photon_runtime::HandlerOptions::new(TX_SUBSCRIPTION, &plan.topic),
+            std::sync::Arc::new(port),
+            handler,
+        )
+        .start()
+        .expect("the executor starts");
+    std::future::pending::<()>().await;
+}
+
+/// Expands to the ignored test `crash_role`, the child of a port's transactional kill test:
+/// [`located_role`] with the role variable `env`, the plan, the publisher's `store` and the
+/// `consume` function (each given the location).
+///
+/// ```ignore
+/// photon_testkit::transactional_crash_child!(
+///     ROLE_ENV,
+///     plan(),
+///     store: |db| async move { open_store(&db) },
+///     consume: |db| async move { consume(&db).await },
+/// );
+/// ```
+#[macro_export]
+macro_rules! transactional_crash_child {
+    ($env:expr, $plan:expr, store: $store:expr, consume: $consume:expr $(,)?) => {
+        /// A child: the publisher or the consumer, until killed.
+        #[test]
+        #[ignore = "child process of transactional_consumer_killed_at_random_points"]
+        fn crash_role() {
+            $crate::transactional_crash::located_role($env, &$plan, $store, $consume);
+        }
+    };
+}
+
+/// [`run_transactional_crash`] with children that work on `location` (a file, a schema:
+/// whatever the port's [`located_role`] reads), started by [`spawn_role`] with the spec in
+/// `env`.
+///
+/// # Panics
+/// As [`run_transactional_crash`].
+pub async fn run_located_transactional_crash(
+    plan: &CrashPlan,
+    table: &impl HandledTable,
+    env: &str,
+    location: &str,
+    logs: &Path,
+) {
+    let start = |role: &str, log: &Path| {
+        Spawned::new(spawn_role(
+            env,
+            format!("{role}|{}|{location}", log.display()),
+        ))
+    };
+    run_transactional_crash(plan, table, start, logs).await;
+}
 
 /// What the test reads from the port's store once its children are gone or between kills.
 #[async_trait]

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use photon_backend_fluvio::{
     fluvio_endpoint_from_env, FluvioStoragePort, FluvioStoragePortBuilder,
 };
-use photon_core::{Appended, PhotonError, Result, StoragePort};
+use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 use photon_testkit::{skip_or_fail, PortFactory};
 
 /// Opens ports that share one prefix (one topic namespace).
@@ -51,6 +52,63 @@ impl FluvioFactory {
     pub async fn port(&self) -> Result<FluvioStoragePort> {
         self.builder().build().await
     }
+
+    /// A plaintext store on a new port.
+    pub async fn store(&self) -> EventStore {
+        EventStore::new(
+            Arc::new(self.port().await.unwrap()),
+            TransportCrypto::plaintext(),
+        )
+    }
+
+    /// `endpoint#prefix#shards`: what a child process needs to open this factory's ports.
+    pub fn location(&self) -> String {
+        format!("{}#{}#{}", self.endpoint, self.prefix, self.shards)
+    }
+
+    /// The factory of a [`FluvioFactory::location`], in a child process.
+    pub fn at(location: &str) -> Self {
+        let parts: Vec<&str> = location.split('#').collect();
+        Self {
+            endpoint: parts[0].to_owned(),
+            prefix: parts[1].to_owned(),
+            shards: parts[2].parse().unwrap(),
+        }
+    }
+}
+
+/// Creates the Fluvio topic `name` (one partition) with 1 KiB segments and 10 s retention,
+/// so that its first records expire within a test; a port that later needs the topic finds
+/// it and uses it.
+pub async fn create_expiring_topic(factory: &FluvioFactory, name: String) {
+    use fluvio::metadata::topic::{
+        CleanupPolicy, SegmentBasedPolicy, TopicSpec, TopicStorageConfig,
+    };
+    let cluster = fluvio::FluvioClusterConfig::new(factory.endpoint.clone());
+    let admin = fluvio::FluvioAdmin::connect_with_config(&cluster)
+        .await
+        .unwrap();
+    let mut spec = TopicSpec::new_computed(1, 1, None);
+    spec.set_cleanup_policy(CleanupPolicy::Segment(SegmentBasedPolicy {
+        time_in_seconds: 10,
+    }));
+    spec.set_storage(TopicStorageConfig {
+        segment_size: Some(1024),
+        max_partition_size: None,
+    });
+    admin.create(name, false, spec).await.unwrap();
+}
+
+/// Opens a port onto a [`FluvioFactory::location`], in a group process child.
+pub fn open_at(location: String) -> BoxFuture<'static, Arc<dyn StoragePort>> {
+    Box::pin(async move { Arc::new(FluvioFactory::at(&location).port().await.unwrap()) as _ })
+}
+
+/// The location of a fresh factory with `shards` shard topics, and the factory; `None`
+/// without `PHOTON_FLUVIO_ENDPOINT`.
+pub async fn location(_dir: &Path, shards: u32) -> Option<(String, FluvioFactory)> {
+    let factory = FluvioFactory::from_env(shards).await?;
+    Some((factory.location(), factory))
 }
 
 #[async_trait]
@@ -68,9 +126,7 @@ impl PortFactory for FluvioFactory {
         key: Option<&str>,
         stored: &[u8],
     ) -> Result<()> {
-        let failed = |what: &str, err: &dyn std::fmt::Display| {
-            PhotonError::InvalidInput(format!("{what}: {err}"))
-        };
+        let failed = photon_testkit::injection_failed;
         // `f1:<fluvio topic>:<partition>:<offset>`
         let mut parts = next_to.event_id.rsplitn(3, ':');
         let (_offset, _partition, rest) = (parts.next(), parts.next(), parts.next());

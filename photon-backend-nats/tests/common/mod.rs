@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
-use photon_core::{Appended, PhotonError, Result, StoragePort};
+use photon_core::{Appended, Result, StoragePort};
 use photon_testkit::PortFactory;
 
 /// Opens ports onto one server under one unique prefix.
@@ -65,6 +66,33 @@ impl NatsFactory {
     pub async fn port(&self) -> Result<NatsStoragePort> {
         self.builder().build().await
     }
+
+    /// `url#prefix#shards`: what a child process needs to open this factory's ports.
+    pub fn location(&self) -> String {
+        format!("{}#{}#{}", self.url, self.prefix, self.shards)
+    }
+}
+
+/// A builder onto a [`NatsFactory::location`]. Not a factory: a child's factory would
+/// delete the streams when dropped.
+pub fn builder_at(location: &str) -> NatsStoragePortBuilder {
+    let parts: Vec<&str> = location.split('#').collect();
+    NatsStoragePortBuilder::new()
+        .url(parts[0])
+        .prefix(parts[1])
+        .shards(parts[2].parse().unwrap())
+}
+
+/// Opens a port onto a [`NatsFactory::location`], in a group process child.
+pub fn open_at(location: String) -> BoxFuture<'static, Arc<dyn StoragePort>> {
+    Box::pin(async move { Arc::new(builder_at(&location).build().await.unwrap()) as _ })
+}
+
+/// The location of a fresh factory with `shards` stream shards, and the factory (which
+/// deletes the streams when the test drops it); `None` when NATS does not answer.
+pub async fn location(_dir: &std::path::Path, shards: u32) -> Option<(String, NatsFactory)> {
+    let factory = NatsFactory::from_env(shards).await?;
+    Some((factory.location(), factory))
 }
 
 #[async_trait]
@@ -82,9 +110,7 @@ impl PortFactory for NatsFactory {
         _key: Option<&str>,
         stored: &[u8],
     ) -> Result<()> {
-        let failed = |what: &str, err: &dyn std::fmt::Display| {
-            PhotonError::InvalidInput(format!("{what}: {err}"))
-        };
+        let failed = photon_testkit::injection_failed;
         let (stream, seq) = next_to
             .event_id
             .rsplit_once(':')

@@ -22,6 +22,13 @@ pub fn url() -> String {
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test?sslmode=disable".to_owned())
 }
 
+/// `url` with its own `application_name`, so that a test finds its port's sessions in
+/// `pg_stat_activity` among those of the tests running beside it.
+pub fn named(url: &str, name: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}application_name={name}")
+}
+
 /// A fresh schema name.
 pub fn fresh_schema() -> String {
     let unique = uuid::Uuid::new_v4().simple().to_string();
@@ -61,6 +68,53 @@ pub async fn admin(
     let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     Ok(client)
+}
+
+/// A port onto `schema` of the test server, for a child process: a child has no
+/// [`PgFactory`], whose drop would drop the schema under the other processes.
+pub async fn port_on(schema: &str) -> PostgresStoragePort {
+    PostgresStoragePort::builder()
+        .url(url())
+        .schema(schema)
+        .pool_size(4)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// How many events `topic` of `schema` holds, and how many distinct keys they carry.
+pub async fn events_and_keys(
+    client: &tokio_postgres::Client,
+    schema: &str,
+    topic: &str,
+) -> (i64, i64) {
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT count(*), count(DISTINCT topic_key) FROM {schema}.events \
+                 WHERE topic_id = (SELECT topic_id FROM {schema}.topics WHERE name = $1)"
+            ),
+            &[&topic],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// The rows of `sql` (no parameters) as pairs of their first two columns.
+pub async fn query_pairs<A, B, C>(client: &tokio_postgres::Client, sql: &str) -> C
+where
+    A: for<'a> tokio_postgres::types::FromSql<'a>,
+    B: for<'a> tokio_postgres::types::FromSql<'a>,
+    C: FromIterator<(A, B)>,
+{
+    client
+        .query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
 }
 
 /// Ports onto one fresh schema of the test database.

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,21 @@ use async_trait::async_trait;
 use photon_backend_sqlite::SqliteStoragePort;
 use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
 use photon_testkit::PortFactory;
+
+/// A port onto the file `db`, polling every 10 ms: the multi-process tests' children and
+/// parents.
+pub fn open_port(db: &Path) -> SqliteStoragePort {
+    SqliteStoragePort::builder()
+        .path(db)
+        .poll_interval(Duration::from_millis(10))
+        .build_blocking()
+        .unwrap()
+}
+
+/// [`open_port`] under a plaintext store.
+pub fn open_store(db: &Path) -> EventStore {
+    EventStore::new(Arc::new(open_port(db)), TransportCrypto::plaintext())
+}
 
 /// Opens ports onto one fresh database file.
 pub struct SqliteFactory {

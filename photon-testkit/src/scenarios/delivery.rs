@@ -1,6 +1,6 @@
 //! Publish and subscribe: round trip, live delivery, concurrency, isolation, order.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use photon_core::StartAt;
@@ -57,13 +57,7 @@ pub async fn live_delivery(ctx: Context) {
             .await
             .unwrap();
     }
-    let mut per_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for event in take_exact(&mut stream, 1000).await.into_iter().map(ok) {
-        per_key
-            .entry(event.topic_key.clone().unwrap())
-            .or_default()
-            .push(event.payload["i"].as_i64().unwrap());
-    }
+    let mut per_key = super::payloads_per_key(&mut stream, 1000).await;
     for k in 0..7 {
         let expected: Vec<i64> = (0..1000).filter(|i| i % 7 == k).collect();
         assert_eq!(
@@ -167,17 +161,7 @@ pub async fn topic_isolation(ctx: Context) {
 pub async fn key_filter(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("keyed");
-    for i in 0..200 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 5)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    super::publish_keyed(&store, &topic, 0..200, 5).await;
     let mut stream = store.subscribe(&topic, Some("k3"), StartAt::Beginning);
     let got: Vec<i64> = take_exact(&mut stream, 40)
         .await
@@ -213,13 +197,7 @@ pub async fn per_key_order(ctx: Context) {
         task.await.unwrap();
     }
     let mut stream = store.subscribe(&topic, None, StartAt::Beginning);
-    let mut per_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for event in take_exact(&mut stream, 1000).await.into_iter().map(ok) {
-        per_key
-            .entry(event.topic_key.clone().unwrap())
-            .or_default()
-            .push(event.payload["i"].as_i64().unwrap());
-    }
+    let per_key = super::payloads_per_key(&mut stream, 1000).await;
     assert_eq!(per_key.len(), 16);
     for (key, order) in per_key {
         let parity: i64 = key.trim_start_matches("key").parse::<i64>().unwrap() % 2;

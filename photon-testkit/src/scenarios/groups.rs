@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::context::{assert_quiet, take_exact, Context, DEADLINE};
+use crate::scenarios::publish_keyed;
 
 /// What members of one group handled, in handling order: `(member, key, i)`.
 type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
@@ -43,21 +44,6 @@ fn join(
         topic: topic.to_owned(),
         start: StartAt::Beginning,
     })
-}
-
-/// Publishes events `{"i": 0..count}` round-robin over keys `k0..k{keys-1}`.
-async fn publish_keyed(store: &photon_core::EventStore, topic: &str, count: i64, keys: i64) {
-    for i in 0..count {
-        store
-            .publish(
-                topic,
-                Some(&format!("k{}", i % keys)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
 }
 
 /// Handles deliveries until `stop_after` (if any) have been handled, acknowledging each.
@@ -133,7 +119,7 @@ pub async fn groups_share_work(ctx: Context) {
         None,
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    publish_keyed(&store, &topic, 400, 20).await;
+    publish_keyed(&store, &topic, 0..400, 20).await;
     wait_for(&blue, 400).await;
     wait_for(&red, 400).await;
     for log in [&blue, &red] {
@@ -177,7 +163,7 @@ pub async fn group_member_leaves(ctx: Context) {
     );
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    publish_keyed(&store, &topic, 300, 10).await;
+    publish_keyed(&store, &topic, 0..300, 10).await;
     wait_for(&log, 300).await;
     leaver.await.unwrap();
     let log = log.lock().unwrap();
@@ -197,7 +183,7 @@ pub async fn group_resumes_after_restart(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
     let topic = ctx.topic("group-resume");
-    publish_keyed(&store, &topic, 100, 10).await;
+    publish_keyed(&store, &topic, 0..100, 10).await;
     let first: Log = Default::default();
     run_member(
         0,
@@ -268,23 +254,13 @@ pub async fn group_leave_hands_over_quickly(ctx: Context) {
     );
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
     tokio::time::sleep(Duration::from_millis(600)).await;
-    publish_keyed(&store, &topic, 200, 16).await;
+    publish_keyed(&store, &topic, 0..200, 16).await;
     wait_for(&log, 200).await;
     let shares: HashSet<usize> = log.lock().unwrap().iter().map(|(m, _, _)| *m).collect();
     assert_eq!(shares.len(), 2, "both members had a share before the leave");
     leaver.abort();
     let left = tokio::time::Instant::now();
-    for i in 200..300 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 16)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    publish_keyed(&store, &topic, 200..300, 16).await;
     let deadline = left + DEADLINE;
     while log.lock().unwrap().len() < 300 {
         assert!(
@@ -426,7 +402,7 @@ pub async fn group_read_ahead_bounded(ctx: Context) {
     let group = ctx.subscription("read-ahead");
     // One key: all events in one partition also where the store dictates the partition
     // count (broker shards), so the bound applies to all of them.
-    publish_keyed(&store, &topic, 100, 1).await;
+    publish_keyed(&store, &topic, 0..100, 1).await;
     let options = || {
         let mut options = GroupOptions::new("solo")
             .partitions(1)

@@ -94,13 +94,7 @@ async fn sealed_headers_round_trip(ctx: &Context) {
         .publish_with_headers(&topic, None, json!(null), json!({"n": 1}), sealed.clone())
         .await
         .unwrap();
-    let mut raw = store.port().subscribe(SubscribeRequest {
-        topic: topic.clone(),
-        key: None,
-        start: StartAt::Beginning,
-        durable: None,
-    });
-    let record = take_exact(&mut raw, 1).await.remove(0).unwrap();
+    let record = super::first_raw_record(&store, &topic).await;
     assert_eq!(record.event_id, appended.event_id);
     assert!(matches!(record.body, Body::Sealed(_)), "{:?}", record.body);
     assert_eq!(record.headers(), None);

@@ -54,17 +54,7 @@ pub async fn concurrent_close(ctx: Context) {
 pub async fn subscriber_error_resume(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("fails");
-    for i in 0..500 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 3)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    super::publish_keyed(&store, &topic, 0..500, 3).await;
     let key = CheckpointKey::new(ctx.subscription("fails"), &topic, None);
     let mut handled = Vec::new();
     for attempt in 0..2 {

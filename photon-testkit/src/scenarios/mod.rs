@@ -156,6 +156,55 @@ pub async fn run_all(factory: Arc<dyn PortFactory>) {
 }
 
 /// The event of a stream item, or a panic naming the error.
+/// Publishes the events `{"i": i}` for `i` in `range`, event `i` under key `k{i % keys}`.
+pub(crate) async fn publish_keyed(
+    store: &photon_core::EventStore,
+    topic: &str,
+    range: std::ops::Range<i64>,
+    keys: i64,
+) {
+    for i in range {
+        store
+            .publish(
+                topic,
+                Some(&format!("k{}", i % keys)),
+                serde_json::json!(null),
+                serde_json::json!({"i": i}),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// The first stored record of `topic`, read from the port (below sealing and decoding).
+pub(crate) async fn first_raw_record(
+    store: &photon_core::EventStore,
+    topic: &str,
+) -> photon_core::Record {
+    let mut raw = store.port().subscribe(photon_core::SubscribeRequest {
+        topic: topic.to_owned(),
+        key: None,
+        start: photon_core::StartAt::Beginning,
+        durable: None,
+    });
+    crate::take_exact(&mut raw, 1).await.remove(0).unwrap()
+}
+
+/// The payloads `{"i": ..}` of the next `count` events of `stream`, per key in order.
+pub(crate) async fn payloads_per_key(
+    stream: &mut photon_core::EventStream,
+    count: usize,
+) -> std::collections::BTreeMap<String, Vec<i64>> {
+    let mut per_key: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for event in crate::take_exact(stream, count).await.into_iter().map(ok) {
+        per_key
+            .entry(event.topic_key.clone().unwrap())
+            .or_default()
+            .push(event.payload["i"].as_i64().unwrap());
+    }
+    per_key
+}
+
 pub(crate) fn ok(item: Result<Event>) -> Event {
     match item {
         Ok(event) => event,

@@ -224,17 +224,7 @@ pub async fn checkpoint_reset(ctx: Context) {
 pub async fn durable_resume(ctx: Context) {
     let store = ctx.store().await;
     let topic = ctx.topic("durable");
-    for i in 0..1000 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 4)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    super::publish_keyed(&store, &topic, 0..1000, 4).await;
     let key = CheckpointKey::new(ctx.subscription("resume"), &topic, None);
     let committer =
         CheckpointCommitter::new(store.port().clone(), key.clone(), FlushPolicy::default());
@@ -356,17 +346,7 @@ pub async fn sharded_resume_loses_nothing(ctx: Context) {
     let store = ctx.store().await;
     let port = store.port().clone();
     let topic = ctx.topic("lanes");
-    for i in 0..200 {
-        store
-            .publish(
-                &topic,
-                Some(&format!("k{}", i % 16)),
-                json!(null),
-                json!({"i": i}),
-            )
-            .await
-            .unwrap();
-    }
+    super::publish_keyed(&store, &topic, 0..200, 16).await;
     let mut all = store.subscribe(&topic, None, StartAt::Beginning);
     let events: Vec<_> = take_exact(&mut all, 200)
         .await

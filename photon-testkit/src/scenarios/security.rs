@@ -36,13 +36,7 @@ pub async fn sealed_at_rest(ctx: Context) {
         )
         .await
         .unwrap();
-    let mut raw = store.port().subscribe(photon_core::SubscribeRequest {
-        topic: topic.clone(),
-        key: None,
-        start: StartAt::Beginning,
-        durable: None,
-    });
-    let record = take_exact(&mut raw, 1).await.remove(0).unwrap();
+    let record = super::first_raw_record(&store, &topic).await;
     assert_eq!(record.event_id, appended.event_id);
     assert!(
         matches!(&record.body, Body::Sealed(s) if s.key_id == "k1"),
