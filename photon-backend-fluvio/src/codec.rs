@@ -72,6 +72,9 @@ pub(crate) fn parse_event_id(event_id: &str) -> Option<(String, u32, i64)> {
 
 #[cfg(test)]
 mod tests {
+    use photon_testkit::assert_undecodable;
+    use photon_testkit::scenarios::MALFORMED_EVENT_IDS;
+
     use super::*;
     use chrono::Utc;
     use photon_core::Body;
@@ -108,19 +111,8 @@ mod tests {
             decode_value(&value, "a-b", "id".into(), 5),
             Err(PhotonError::Undecodable { seq: 5, .. })
         ));
-        match decode_value(b"not json", "a.b", "id".into(), 5) {
-            Err(PhotonError::Undecodable {
-                topic,
-                event_id,
-                seq,
-                stored,
-                ..
-            }) => {
-                assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "id", 5));
-                assert_eq!(&*stored, b"not json");
-            }
-            other => panic!("expected Undecodable, got {other:?}"),
-        }
+        let decoded = decode_value(b"not json", "a.b", "id".into(), 5);
+        assert_undecodable(decoded, ("a.b", "id", 5), b"not json");
     }
 
     #[test]
@@ -131,19 +123,8 @@ mod tests {
             parse_event_id(&id),
             Some(("photon-s-2-orders".to_owned(), 0, 41))
         );
-        for bad in [
-            "",
-            "no-such-event",
-            "0",
-            "-1",
-            "😀",
-            "x:y:z:1",
-            "99999999999999999999999",
-            "f1:Bad:0:1",
-            "f1:t:0:-1",
-            "f1:t:0:1:2",
-            "f1:t:x:1",
-        ] {
+        let own = ["f1:Bad:0:1", "f1:t:0:-1", "f1:t:0:1:2", "f1:t:x:1"];
+        for bad in MALFORMED_EVENT_IDS.into_iter().chain(own) {
             assert_eq!(parse_event_id(bad), None, "{bad}");
         }
     }

@@ -97,40 +97,22 @@ pub(crate) use photon_core::raw::shard::{
 
 #[cfg(test)]
 mod tests {
+    use photon_testkit::assert_undecodable;
+    use photon_testkit::scenarios::MALFORMED_EVENT_IDS;
+
     use super::*;
 
     #[test]
     fn garbage_is_undecodable_with_its_bytes() {
-        match decode_in("a.b", b"not a record", "s:3".into(), 3) {
-            Err(PhotonError::Undecodable {
-                topic,
-                event_id,
-                seq,
-                stored,
-                ..
-            }) => {
-                assert_eq!((topic.as_str(), event_id.as_str(), seq), ("a.b", "s:3", 3));
-                assert_eq!(&*stored, b"not a record");
-            }
-            other => panic!("expected Undecodable, got {other:?}"),
-        }
+        let decoded = decode_in("a.b", b"not a record", "s:3".into(), 3);
+        assert_undecodable(decoded, ("a.b", "s:3", 3), b"not a record");
     }
 
     #[test]
     fn event_ids() {
         assert_eq!(parse_event_id(&event_id("p_t_0", 42)), Some(("p_t_0", 42)));
-        for bad in [
-            "",
-            "no-such-event",
-            "0",
-            "-1",
-            "😀",
-            "x:y:z:1",
-            "s:0",
-            "s:-3",
-            "s:99999999999999999999999",
-            ":5",
-        ] {
+        let own = ["s:0", "s:-3", "s:99999999999999999999999", ":5"];
+        for bad in MALFORMED_EVENT_IDS.into_iter().chain(own) {
             assert!(parse_event_id(bad).is_none(), "{bad}");
         }
     }

@@ -259,13 +259,6 @@ impl StoragePort for NatsStoragePort {
 
     fn capabilities(&self) -> StorageCapabilities {
         StorageCapabilities {
-            get_event: true,
-            list: true,
-            truncate: true,
-            consumer_groups: true,
-            head_seq: true,
-            catalog: true,
-            checkpoint_reset: true,
             replay: match self.inner.config.replay_cursor {
                 ReplayCursor::StreamSeq => ReplayWindow::Retention,
                 ReplayCursor::TailOnly => ReplayWindow::TailOnly,
@@ -274,6 +267,7 @@ impl StoragePort for NatsStoragePort {
             atomic_batches: false,
             durable: true,
             max_payload_bytes: self.inner.max_payload_bytes,
+            ..StorageCapabilities::queryable()
         }
     }
 

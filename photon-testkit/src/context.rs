@@ -15,6 +15,20 @@ use serde_json::{json, Value};
 /// it, e.g. `PHOTON_TEST_REQUIRE=nats,fluvio`.
 pub const REQUIRE_ENV: &str = "PHOTON_TEST_REQUIRE";
 
+/// A record no decoder reads, for [`PortFactory::store_undecodable`] to store.
+#[derive(Debug, Clone, Copy)]
+pub struct UndecodableRecord<'a> {
+    /// A record just appended to the topic: where the damaged one goes (a broker port
+    /// rewrites its subject or partition).
+    pub next_to: &'a Appended,
+    /// The topic.
+    pub topic: &'a str,
+    /// The key.
+    pub key: Option<&'a str>,
+    /// The bytes to store as the record's body.
+    pub stored: &'a [u8],
+}
+
 /// Opens ports onto one backend.
 ///
 /// Every port one factory opens sees the same stored data (so a second `open` is a restart
@@ -37,14 +51,8 @@ pub trait PortFactory: Send + Sync + 'static {
     /// # Errors
     /// Whatever writing the bytes returns; by default [`PhotonError::Unsupported`], which
     /// fails the `undecodable_record` scenario: every port's test must supply this hook.
-    async fn store_undecodable(
-        &self,
-        next_to: &Appended,
-        topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
-        let _ = (next_to, topic, key, stored);
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
+        let _ = record;
         Err(PhotonError::Unsupported {
             backend: "test factory",
             operation: "store_undecodable",
@@ -202,4 +210,29 @@ pub fn plain_draft(topic: &str, key: Option<&str>, payload: Value) -> RecordDraf
 /// failed because of `err`.
 pub fn injection_failed(what: &str, err: &dyn std::fmt::Display) -> PhotonError {
     PhotonError::InvalidInput(format!("{what}: {err}"))
+}
+
+/// Asserts that `result` is [`photon_core::PhotonError::Undecodable`] naming `topic`,
+/// `event_id` and `seq` and keeping the `stored` bytes: a port's decoder tests.
+pub fn assert_undecodable<T: std::fmt::Debug>(
+    result: photon_core::Result<T>,
+    (topic, event_id, seq): (&str, &str, i64),
+    stored: &[u8],
+) {
+    match result {
+        Err(photon_core::PhotonError::Undecodable {
+            topic: found_topic,
+            event_id: found_id,
+            seq: found_seq,
+            stored: found_stored,
+            ..
+        }) => {
+            assert_eq!(
+                (found_topic.as_str(), found_id.as_str(), found_seq),
+                (topic, event_id, seq)
+            );
+            assert_eq!(&*found_stored, stored, "the error keeps the stored bytes");
+        }
+        other => panic!("expected Undecodable, got {other:?}"),
+    }
 }

@@ -32,8 +32,8 @@ pub mod transactional_crash;
 
 pub use capability::Capability;
 pub use context::{
-    assert_quiet, injection_failed, plain_draft, skip_or_fail, take_exact, Context, PortFactory,
-    DEADLINE, REQUIRE_ENV,
+    assert_quiet, assert_undecodable, injection_failed, plain_draft, skip_or_fail, take_exact,
+    Context, PortFactory, UndecodableRecord, DEADLINE, REQUIRE_ENV,
 };
 pub use mem::MemFactory;
 pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use photon_core::mem::MemStoragePort;
-use photon_core::{Appended, Result, StoragePort};
+use photon_core::{Result, StoragePort};
 
-use crate::context::PortFactory;
+use crate::context::{PortFactory, UndecodableRecord};
 
 /// Opens ports onto one in-process store (a second `open` is a restart of the process's
 /// port, not of the store).
@@ -36,14 +36,9 @@ impl PortFactory for MemFactory {
         Ok(Arc::new(self.port.clone()))
     }
 
-    async fn store_undecodable(
-        &self,
-        _next_to: &Appended,
-        topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
-        self.port.append_undecodable(topic, key, stored);
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
+        self.port
+            .append_undecodable(record.topic, record.key, record.stored);
         Ok(())
     }
 }

@@ -11,7 +11,7 @@ use photon_core::{
     RecordStream, ReplayWindow, Result, StartAt, StorageCapabilities, StoragePort,
     StoredCheckpoint, SubscribeRequest, TopicInfo,
 };
-use photon_testkit::PortFactory;
+use photon_testkit::{PortFactory, UndecodableRecord};
 
 /// What the wrapped in-process port claims and serves.
 #[derive(Clone, Copy, PartialEq)]
@@ -156,14 +156,9 @@ impl PortFactory for WrappedFactory {
         }))
     }
 
-    async fn store_undecodable(
-        &self,
-        _next_to: &Appended,
-        topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
-        self.inner.append_undecodable(topic, key, stored);
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
+        self.inner
+            .append_undecodable(record.topic, record.key, record.stored);
         Ok(())
     }
 }

@@ -15,8 +15,8 @@ use futures::future::BoxFuture;
 use photon_backend_fluvio::{
     fluvio_endpoint_from_env, FluvioStoragePort, FluvioStoragePortBuilder,
 };
-use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
-use photon_testkit::{skip_or_fail, PortFactory};
+use photon_core::{EventStore, PhotonError, Result, StoragePort, TransportCrypto};
+use photon_testkit::{skip_or_fail, PortFactory, UndecodableRecord};
 
 /// Opens ports that share one prefix (one topic namespace).
 pub struct FluvioFactory {
@@ -119,20 +119,14 @@ impl PortFactory for FluvioFactory {
 
     /// Produces the bytes as they are to the shard topic of `next_to`, with its key, as
     /// another producer writing to the topic would.
-    async fn store_undecodable(
-        &self,
-        next_to: &Appended,
-        _topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
         let failed = photon_testkit::injection_failed;
         // `f1:<fluvio topic>:<partition>:<offset>`
-        let mut parts = next_to.event_id.rsplitn(3, ':');
+        let mut parts = record.next_to.event_id.rsplitn(3, ':');
         let (_offset, _partition, rest) = (parts.next(), parts.next(), parts.next());
         let fluvio_topic = rest
             .and_then(|rest| rest.strip_prefix("f1:"))
-            .ok_or_else(|| failed("event id", &next_to.event_id))?;
+            .ok_or_else(|| failed("event id", &record.next_to.event_id))?;
         // Through the port's connector: over TLS when the environment asks for it.
         let connector = self.builder().resolve()?.connector()?;
         let cluster = fluvio::FluvioClusterConfig::new(self.endpoint.clone());
@@ -143,12 +137,12 @@ impl PortFactory for FluvioFactory {
             .topic_producer(fluvio_topic)
             .await
             .map_err(|err| failed("producer", &err))?;
-        let record_key = match key {
+        let record_key = match record.key {
             Some(key) => fluvio::RecordKey::from(key.as_bytes().to_vec()),
             None => fluvio::RecordKey::NULL,
         };
         let output = producer
-            .send(record_key, stored.to_vec())
+            .send(record_key, record.stored.to_vec())
             .await
             .map_err(|err| failed("send", &err))?;
         producer

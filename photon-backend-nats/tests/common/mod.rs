@@ -12,8 +12,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
-use photon_core::{Appended, Result, StoragePort};
-use photon_testkit::PortFactory;
+use photon_core::{Result, StoragePort};
+use photon_testkit::{PortFactory, UndecodableRecord};
 
 /// Opens ports onto one server under one unique prefix.
 pub struct NatsFactory {
@@ -103,18 +103,13 @@ impl PortFactory for NatsFactory {
 
     /// Publishes the bytes as they are on the subject of `next_to` (its topic, shard and
     /// key), as another program writing to the stream would.
-    async fn store_undecodable(
-        &self,
-        next_to: &Appended,
-        _topic: &str,
-        _key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
         let failed = photon_testkit::injection_failed;
-        let (stream, seq) = next_to
+        let (stream, seq) = record
+            .next_to
             .event_id
             .rsplit_once(':')
-            .ok_or_else(|| failed("event id", &next_to.event_id))?;
+            .ok_or_else(|| failed("event id", &record.next_to.event_id))?;
         let seq: u64 = seq.parse().map_err(|err| failed("event id", &err))?;
         let client = async_nats::connect(&self.url)
             .await
@@ -130,7 +125,7 @@ impl PortFactory for NatsFactory {
         jetstream
             .publish(
                 message.subject.clone(),
-                bytes::Bytes::copy_from_slice(stored),
+                bytes::Bytes::copy_from_slice(record.stored),
             )
             .await
             .map_err(|err| failed("publish", &err))?

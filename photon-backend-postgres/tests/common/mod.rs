@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use photon_backend_postgres::{PostgresStoragePort, PostgresStoragePortBuilder};
-use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
-use photon_testkit::PortFactory;
+use photon_core::{EventStore, PhotonError, Result, StoragePort, TransportCrypto};
+use photon_testkit::{PortFactory, UndecodableRecord};
 
 /// The test server's connection string (`sslmode=disable` unless `PHOTON_POSTGRES_URL`
 /// says otherwise).
@@ -193,16 +193,15 @@ impl PortFactory for PgFactory {
     }
 
     /// Publishes a placeholder, then overwrites its stored body, as damage would.
-    async fn store_undecodable(
-        &self,
-        _next_to: &Appended,
-        topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
         let store = EventStore::new(self.open().await?, TransportCrypto::plaintext());
         let placeholder = store
-            .publish(topic, key, serde_json::Value::Null, serde_json::Value::Null)
+            .publish(
+                record.topic,
+                record.key,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
             .await?;
         let failed = |err| PhotonError::storage("postgres", "damaging a row", err);
         let client = admin(&self.url).await.map_err(failed)?;
@@ -212,7 +211,7 @@ impl PortFactory for PgFactory {
                     "UPDATE {}.events SET body = $1 WHERE event_id = $2",
                     self.schema
                 ),
-                &[&stored, &placeholder.event_id],
+                &[&record.stored, &placeholder.event_id],
             )
             .await
             .map_err(failed)?;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use photon_backend_sqlite::SqliteStoragePort;
-use photon_core::{Appended, EventStore, PhotonError, Result, StoragePort, TransportCrypto};
-use photon_testkit::PortFactory;
+use photon_core::{EventStore, PhotonError, Result, StoragePort, TransportCrypto};
+use photon_testkit::{PortFactory, UndecodableRecord};
 
 /// A port onto the file `db`, polling every 10 ms: the multi-process tests' children and
 /// parents.
@@ -44,20 +44,19 @@ impl PortFactory for SqliteFactory {
     }
 
     /// Publishes a placeholder, then overwrites its stored body, as damage on disk would.
-    async fn store_undecodable(
-        &self,
-        _next_to: &Appended,
-        topic: &str,
-        key: Option<&str>,
-        stored: &[u8],
-    ) -> Result<()> {
+    async fn store_undecodable(&self, record: UndecodableRecord<'_>) -> Result<()> {
         let store = EventStore::new(self.open().await?, TransportCrypto::plaintext());
         let placeholder = store
-            .publish(topic, key, serde_json::Value::Null, serde_json::Value::Null)
+            .publish(
+                record.topic,
+                record.key,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
             .await?;
         store.port().flush().await?;
         let path = self.directory.path().join("photon.db");
-        let stored = stored.to_vec();
+        let stored = record.stored.to_vec();
         let failed = |err: rusqlite::Error| PhotonError::storage("sqlite", "damaging a row", err);
         let connection = rusqlite::Connection::open(path).map_err(failed)?;
         connection

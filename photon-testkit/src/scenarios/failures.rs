@@ -7,7 +7,7 @@ use photon_core::{Appended, CheckpointKey, Event, PhotonError, Result, StartAt, 
 use serde_json::json;
 
 use super::ok;
-use crate::context::{assert_quiet, take_exact, Context};
+use crate::context::{assert_quiet, take_exact, Context, UndecodableRecord};
 
 /// Bytes no port decodes as a record: not JSON, not the binary wire form, valid UTF-8.
 const GARBAGE: &[u8] = b"not a photon record {";
@@ -55,7 +55,12 @@ pub async fn undecodable_record(ctx: Context) {
         .await
         .unwrap();
     ctx.factory
-        .store_undecodable(&first, &topic, Some("a"), GARBAGE)
+        .store_undecodable(UndecodableRecord {
+            next_to: &first,
+            topic: &topic,
+            key: Some("a"),
+            stored: GARBAGE,
+        })
         .await
         .expect("the port's test factory stores an undecodable record");
     let last = store

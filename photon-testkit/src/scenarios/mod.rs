@@ -14,6 +14,7 @@ mod headers;
 mod lifecycle;
 mod payloads;
 mod queries;
+pub use queries::MALFORMED_EVENT_IDS;
 mod replay;
 mod security;
 

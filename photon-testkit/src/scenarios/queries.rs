@@ -9,6 +9,18 @@ use super::ok;
 use crate::capability::Capability;
 use crate::context::{assert_quiet, take_exact, Context};
 
+/// Event ids no port hands out (empty, words, numbers out of range, an emoji, too many
+/// parts): `get_event` finds none of them, and the ports' id parsers refuse them.
+pub const MALFORMED_EVENT_IDS: [&str; 7] = [
+    "",
+    "no-such-event",
+    "0",
+    "-1",
+    "😀",
+    "x:y:z:1",
+    "99999999999999999999999",
+];
+
 /// Every id returned by publish finds its event; unknown and malformed ids are `None`.
 pub async fn get_event(ctx: Context) {
     let store = ctx.store().await;
@@ -33,15 +45,7 @@ pub async fn get_event(ctx: Context) {
         assert_eq!(event.payload, json!({"i": i}));
         assert_eq!(event.actor, json!({"a": i}));
     }
-    for unknown in [
-        "",
-        "no-such-event",
-        "0",
-        "-1",
-        "😀",
-        "x:y:z:1",
-        "99999999999999999999999",
-    ] {
+    for unknown in MALFORMED_EVENT_IDS {
         match reopened.get_event(unknown).await {
             Ok(None) => {}
             Ok(Some(event)) => panic!("id {unknown:?} found {event:?}"),
