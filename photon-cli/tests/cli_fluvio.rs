@@ -5,6 +5,8 @@
 //! backend, with the CLI's exit code for it; `photon serve` lists what the CLI lists and
 //! says what it cannot.
 
+#![cfg(feature = "fluvio")]
+
 mod common;
 
 use std::process::Command;

@@ -1,6 +1,8 @@
 //! The `photon` binary against the NATS server at 127.0.0.1:4222, under a prefix of its
 //! own: topics, lag, checkpoint moves and `photon serve` read what the server holds.
 
+#![cfg(feature = "nats")]
+
 mod common;
 
 use std::process::Command;

@@ -3,6 +3,8 @@
 //! input, tailing, listing topics and checkpoints, lag, and moving a checkpoint forward and
 //! back.
 
+#![cfg(feature = "postgres")]
+
 mod common;
 
 use std::process::Command;
