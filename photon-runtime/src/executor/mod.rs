@@ -98,6 +98,7 @@
 //! [`FlushPolicy::interval`]: photon_core::FlushPolicy::interval
 
 pub(crate) mod arguments;
+mod batch;
 mod builder;
 pub(crate) mod config;
 mod dispatch;
@@ -119,6 +120,7 @@ use tokio::task::JoinHandle;
 pub use crate::admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
 pub use crate::dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use arguments::{BoxedHandler, Context, Handler, HandlerArgument, State};
+pub use batch::{BatchHandler, BatchItem, BatchPolicy, MAX_BATCH_EVENTS, MAX_BATCH_WAIT};
 pub use builder::ExecutorBuilder;
 pub use config::{
     ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,
