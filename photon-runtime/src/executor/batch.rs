@@ -67,7 +67,7 @@ impl BatchPolicy {
     /// window, which a batch waits in), and a `max_wait` of 0 or above
     /// [`MAX_BATCH_WAIT`], with [`PhotonError::Config`] naming the handler, its topic
     /// and the limit.
-    pub fn new(max_events: usize, max_wait: Duration) -> Self {
+    pub const fn new(max_events: usize, max_wait: Duration) -> Self {
         Self {
             max_events,
             max_wait,
@@ -122,8 +122,7 @@ mod sealed {
 /// Implemented by Photon for those types only (the trait is sealed).
 pub trait BatchItem: sealed::Sealed + Sized + Send + 'static {
     /// The topic of a typed item; `None` for [`Event`].
-    #[doc(hidden)]
-    fn topic() -> Option<&'static str>;
+    const TOPIC: Option<&'static str>;
 
     /// The item of one event.
     ///
@@ -143,9 +142,7 @@ pub trait BatchItem: sealed::Sealed + Sized + Send + 'static {
 impl sealed::Sealed for Event {}
 
 impl BatchItem for Event {
-    fn topic() -> Option<&'static str> {
-        None
-    }
+    const TOPIC: Option<&'static str> = None;
 
     fn from_event(event: &Event) -> Result<Self> {
         Ok(event.clone())
@@ -159,9 +156,7 @@ impl BatchItem for Event {
 impl<T: TypedTopic> sealed::Sealed for TypedEvent<T> {}
 
 impl<T: TypedTopic> BatchItem for TypedEvent<T> {
-    fn topic() -> Option<&'static str> {
-        Some(T::TOPIC)
-    }
+    const TOPIC: Option<&'static str> = Some(T::TOPIC);
 
     fn from_event(event: &Event) -> Result<Self> {
         Ok(TypedEvent {
@@ -206,7 +201,7 @@ macro_rules! impl_batch_handler {
             $($argument: HandlerArgument,)*
         {
             fn arguments() -> Vec<ArgumentKind> {
-                vec![ArgumentKind::Event { topic: I::topic() } $(, $argument::kind())*]
+                vec![ArgumentKind::Event { topic: I::TOPIC } $(, $argument::kind())*]
             }
 
             #[allow(unused_variables)]
