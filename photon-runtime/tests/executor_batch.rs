@@ -394,7 +394,7 @@ async fn a_time_limit_bounds_each_attempt_of_a_batch() {
     assert!(
         letters[0]
             .error
-            .starts_with("timed out: the handler of a batch of 2 events of slow"),
+            .contains("timed out: the handler of a batch of 2 events of slow (seqs 1 to 2)"),
         "{}",
         letters[0].error
     );
