@@ -224,13 +224,17 @@ impl_batch_handler!(A a);
 impl_batch_handler!(A a, B b);
 impl_batch_handler!(A a, B b, C c);
 
+/// Decodes a batch's events into items and calls the handler (one attempt).
+type CallFn = dyn Fn(&[Event], &Call<'_>) -> HandlerFuture + Send + Sync;
+
+/// Whether an event's payload decodes as an item.
+type CheckFn = dyn Fn(&Event) -> Result<()> + Send + Sync;
+
 /// A batch handler with its item and argument types erased.
 #[derive(Clone)]
 pub(crate) struct BatchCall {
-    /// Decodes the events into items and calls the handler (one attempt).
-    call: Arc<dyn Fn(&[Event], &Call<'_>) -> HandlerFuture + Send + Sync>,
-    /// Whether an event's payload decodes as an item.
-    check: Arc<dyn Fn(&Event) -> Result<()> + Send + Sync>,
+    call: Arc<CallFn>,
+    check: Arc<CheckFn>,
 }
 
 impl BoxedHandler {
@@ -287,7 +291,7 @@ pub(super) async fn read(
         let ended = loop {
             match next(subscription, stream, window, &mut stop, deadline).await {
                 Next::Item(queued) => {
-                    batch.push(queued);
+                    batch.push(*queued);
                     // The wait runs from the batch's first event.
                     deadline.get_or_insert_with(|| Instant::now() + policy.max_wait);
                     if batch.len() >= policy.max_events {
@@ -318,7 +322,8 @@ pub(super) async fn read(
 
 /// What reading the next record gave.
 enum Next {
-    Item(Queued),
+    /// Boxed: a record in flight is much larger than the other outcomes.
+    Item(Box<Queued>),
     /// A stream error about no record in particular: logged, the stream goes on.
     Skipped,
     /// The batch's wait is over.
@@ -360,7 +365,7 @@ async fn next(
     };
     match read {
         Some(read) => match subscription.item_of(read) {
-            Some(item) => Next::Item(subscription.track(item, permit)),
+            Some(item) => Next::Item(Box::new(subscription.track(item, permit))),
             None => Next::Skipped,
         },
         None => Next::Ended,
