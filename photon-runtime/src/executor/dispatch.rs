@@ -235,7 +235,7 @@ impl Subscription {
     }
 
     /// Acknowledges a finished event to the group.
-    pub(super) async fn ack_to_group(&self, seq: i64) {
+    async fn ack_to_group(&self, seq: i64) {
         let ack = lock_acks(&self.group_acks).remove(&seq);
         let Some(ack) = ack else {
             return;
@@ -275,7 +275,7 @@ impl Subscription {
 
     /// Gives a group handler's event back unstarted: its partition moved to another
     /// member, which handles it.
-    pub(super) async fn give_back_to_group(&self, seq: i64) {
+    async fn give_back_to_group(&self, seq: i64) {
         self.stats.record_given_back();
         let ack = lock_acks(&self.group_acks).remove(&seq);
         if let Some(ack) = ack {
