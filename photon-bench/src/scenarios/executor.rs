@@ -7,7 +7,8 @@
 //! each event as it arrives. The window runs from the first publish to the last event
 //! handled (executor) or committed (subscription). The batch handler takes batches of up to
 //! [`EXECUTOR_BATCH_MAX`] events (or what arrived within [`EXECUTOR_BATCH_WAIT`]) of every
-//! key, a no-op over the batch.
+//! key, a no-op over the batch. The backlog rows time the two handlers draining events
+//! published before the executor starts, so that publishing is out of the window.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -53,6 +54,25 @@ impl PhotonSide {
     pub async fn executor_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let topic = self.topic(Sealing::Plain, "executor-batch", round);
         let rate = executor_batch_rate(self.photon(Sealing::Plain), options, &topic).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// Events per second of a no-op handler of `kind` draining a stored backlog
+    /// (plaintext): the events are published first, the window runs from the executor's
+    /// start to the last event handled.
+    ///
+    /// # Errors
+    /// The port's errors; a handler that has not seen every event within 300 s.
+    pub async fn executor_backlog_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        kind: HandlerKind,
+    ) -> Result<f64> {
+        let name = format!("backlog-{}", kind.topic_part());
+        let topic = self.topic(Sealing::Plain, &name, round);
+        let rate = backlog_rate(self.photon(Sealing::Plain), options, &topic, kind).await?;
         self.done_with(&topic).await?;
         Ok(rate)
     }
@@ -117,51 +137,91 @@ impl Handled {
     }
 }
 
+/// Which handler a measurement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    /// One event per call.
+    Single,
+    /// Batches of up to [`EXECUTOR_BATCH_MAX`] events.
+    Batch,
+}
+
+impl HandlerKind {
+    fn topic_part(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::Batch => "batch",
+        }
+    }
+}
+
+/// Starts a no-op handler of `kind` on `topic` that counts what it sees in `handled`.
+fn start_counting(
+    photon: &Photon,
+    topic: &str,
+    kind: HandlerKind,
+    handled: &Arc<Handled>,
+) -> Result<Executor> {
+    let handled = handled.clone();
+    let options = HandlerOptions::new("bench", topic);
+    let builder = photon.executor();
+    let builder = match kind {
+        HandlerKind::Single => builder.handler_with(options, move |_event: photon_core::Event| {
+            handled.add(1);
+            async {}
+        }),
+        HandlerKind::Batch => builder.batch_handler(
+            options,
+            BatchPolicy::new(EXECUTOR_BATCH_MAX, EXECUTOR_BATCH_WAIT),
+            move |events: Vec<photon_core::Event>| {
+                handled.add(events.len());
+                async {}
+            },
+        ),
+    };
+    builder.start()
+}
+
+fn counter(goal: usize) -> Arc<Handled> {
+    Arc::new(Handled {
+        count: AtomicUsize::new(0),
+        goal,
+        changed: Notify::new(),
+    })
+}
+
 async fn executor_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<f64> {
     warm_up(photon, options, topic).await?;
-    let handled = Arc::new(Handled {
-        count: AtomicUsize::new(0),
-        goal: options.events + 1,
-        changed: Notify::new(),
-    });
-    let executor = {
-        let handled = handled.clone();
-        photon
-            .executor()
-            .handler_with(
-                HandlerOptions::new("bench", topic),
-                move |_event: photon_core::Event| {
-                    handled.add(1);
-                    async {}
-                },
-            )
-            .start()?
-    };
+    let handled = counter(options.events + 1);
+    let executor = start_counting(photon, topic, HandlerKind::Single, &handled)?;
     measure(photon, options, topic, executor, &handled).await
 }
 
 async fn executor_batch_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<f64> {
     warm_up(photon, options, topic).await?;
-    let handled = Arc::new(Handled {
-        count: AtomicUsize::new(0),
-        goal: options.events + 1,
-        changed: Notify::new(),
-    });
-    let executor = {
-        let handled = handled.clone();
-        photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("bench", topic),
-                BatchPolicy::new(EXECUTOR_BATCH_MAX, EXECUTOR_BATCH_WAIT),
-                move |events: Vec<photon_core::Event>| {
-                    handled.add(events.len());
-                    async {}
-                },
-            )
-            .start()?
-    };
+    let handled = counter(options.events + 1);
+    let executor = start_counting(photon, topic, HandlerKind::Batch, &handled)?;
     measure(photon, options, topic, executor, &handled).await
+}
+
+/// Events per second of a handler draining a stored backlog: the window runs from the
+/// executor's start to the last event handled, so publishing is not in it.
+async fn backlog_rate(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    kind: HandlerKind,
+) -> Result<f64> {
+    publish_all(photon, options, topic, EXECUTOR_KEYS).await?;
+    let handled = counter(options.events);
+    let started = Instant::now();
+    let executor = start_counting(photon, topic, kind, &handled)?;
+    let reached = handled.reach(handled.goal).await;
+    let elapsed = started.elapsed();
+    let stopped = executor.shutdown().await;
+    reached?;
+    stopped?;
+    Ok(per_second(options.events, elapsed))
 }
 
 /// Times the events published from now on through `executor`, whose handler counts in

@@ -12,7 +12,7 @@ pub mod postgres;
 pub mod sqlite;
 mod turns;
 
-pub use executor::EXECUTOR_KEYS;
+pub use executor::{HandlerKind, EXECUTOR_KEYS};
 pub use photon_side::{PhotonSide, Sealing};
 
 use futures::FutureExt;
@@ -208,6 +208,22 @@ pub(crate) async fn compare(
         }),
         BaselineKind::SingleHandler,
         side("single", |r| photon.executor_rate(options, r).boxed_local()),
+    );
+    figures.throughput.push(row.await?);
+
+    let row = paired_row(
+        (adapter, "executor_batch_backlog", options),
+        side("batch", |r| {
+            photon
+                .executor_backlog_rate(options, r, HandlerKind::Batch)
+                .boxed_local()
+        }),
+        BaselineKind::SingleHandler,
+        side("single", |r| {
+            photon
+                .executor_backlog_rate(options, r, HandlerKind::Single)
+                .boxed_local()
+        }),
     );
     figures.throughput.push(row.await?);
 
