@@ -122,6 +122,9 @@ pub enum BaselineKind {
     /// A subscription to the whole topic on the same store, replaying the same topic
     /// (keyed subscription rows).
     WholeTopic,
+    /// The executor's single-event handler on the same store, handling the same events
+    /// (batch handler rows).
+    SingleHandler,
 }
 
 impl BaselineKind {
@@ -131,6 +134,7 @@ impl BaselineKind {
             Self::Raw => "raw client",
             Self::Durable => "durable subscription",
             Self::WholeTopic => "whole-topic subscription",
+            Self::SingleHandler => "single-event handler",
         }
     }
 
@@ -139,6 +143,7 @@ impl BaselineKind {
             Self::Raw => "raw",
             Self::Durable => "durable",
             Self::WholeTopic => "whole topic",
+            Self::SingleHandler => "single",
         }
     }
 }

@@ -121,6 +121,23 @@ pub fn topic(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
+/// With `batch_max = 100, batch_wait = "50ms"` the function is a batch handler: it takes
+/// a batch first (`Vec<Event>`, or `Vec<TypedEvent<T>>` of a `#[topic]` type), then any of
+/// `State<T>` and `Photon` (no `Context`), and is called with up to `batch_max` events, or
+/// with what arrived within `batch_wait` after a batch's first event; the batch is
+/// acknowledged together (see `ExecutorBuilder::batch_handler`). Both are needed; a zero
+/// count or wait, a `concurrency`, or another first argument is a compile error.
+///
+/// ```
+/// use photon::prelude::*;
+///
+/// #[subscribe(topic = "clicks", durable = "click-counter", batch_max = 100, batch_wait = "50ms")]
+/// async fn count(clicks: Vec<Event>) -> Result<(), PhotonError> {
+///     println!("{} clicks, from seq {}", clicks.len(), clicks[0].seq);
+///     Ok(())
+/// }
+/// ```
+///
 /// The function takes its event (an `Event` or a `#[topic]` type) and, in any order, any
 /// of `State<T>`, `Photon` and `Context` (`photon::runtime::{State, Context}`, also in
 /// the prelude): up to four arguments. `Photon::start_executor` fails with

@@ -11,7 +11,9 @@ use crate::transactional;
 /// Expands `#[subscribe(topic = "...", durable = "...", key = "...", group = "...")]` on
 /// `item`, with the policy arguments `max_attempts = 5`, `initial_backoff = "100ms"`,
 /// `max_backoff = "10s"`, `timeout = "30s"` and `concurrency = 4`. With `group` alone, the
-/// group name is also the handler's durable name.
+/// group name is also the handler's durable name. With `batch_max = 100` and
+/// `batch_wait = "50ms"` the function is a batch handler: its first argument is a
+/// `Vec<Event>` or `Vec<TypedEvent<T>>`.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let args = Args::parse_all(
         attr,
@@ -23,8 +25,9 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             "initial_backoff",
             "max_backoff",
             "timeout",
+            "batch_wait",
         ],
-        &["max_attempts", "concurrency"],
+        &["max_attempts", "concurrency", "batch_max"],
         &["transactional"],
     )?;
     let policy = policy_tokens(&args)?;
@@ -58,6 +61,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let function: ItemFn = syn::parse2(item.clone())?;
     let signature = &function.sig;
     if args.has("transactional") {
+        if batched(&args) {
+            return Err(syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "a transactional handler takes one event per transaction: remove `batch_max` and `batch_wait`",
+            ));
+        }
         let declared = Declared {
             durable,
             topic: topic_tokens(&args)?,
@@ -78,25 +87,37 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             "#[subscribe] handlers cannot be generic",
         ));
     }
-    let input = event_argument(signature)?;
     let topic = topic_tokens(&args)?;
     let key = key_tokens(&args);
     let name = &signature.ident;
     let name_text = name.to_string();
     let wrapper = format_ident!("__photon_handler_{}", name);
+    let (input_topic, boxed) = if batched(&args) {
+        let item = batch_item(signature)?;
+        (
+            quote!(<#item as ::photon::runtime::BatchItem>::TOPIC),
+            quote!(::photon::runtime::BoxedHandler::batch(#name)),
+        )
+    } else {
+        let input = event_argument(signature)?;
+        (
+            quote!(<#input as ::photon::runtime::HandlerInput>::TOPIC),
+            quote!(::photon::runtime::BoxedHandler::new(#name)),
+        )
+    };
     Ok(quote! {
         #item
 
         const _: () = {
             fn #wrapper() -> ::photon::runtime::BoxedHandler {
-                ::photon::runtime::BoxedHandler::new(#name)
+                #boxed
             }
 
             ::photon::core::inventory::submit! {
                 ::photon::runtime::HandlerDescriptor {
                     name: ::core::concat!(::core::module_path!(), "::", #name_text),
                     topic: #topic,
-                    input_topic: <#input as ::photon::runtime::HandlerInput>::TOPIC,
+                    input_topic: #input_topic,
                     durable: #durable,
                     key: #key,
                     group: #group,
@@ -159,6 +180,66 @@ fn is_extra_argument(ty: &syn::Type) -> bool {
         })
 }
 
+/// Whether the attribute declares a batch handler.
+fn batched(args: &Args) -> bool {
+    args.integer("batch_max").is_some() || args.get("batch_wait").is_some()
+}
+
+/// The item type `I` of a batch handler's first argument, `Vec<I>`; the other arguments
+/// are `State<T>` or `Photon` (a batch has no single `Context`).
+fn batch_item(signature: &syn::Signature) -> syn::Result<&syn::Type> {
+    const FORM: &str = "a batch handler's first argument is the batch: a `Vec<Event>` or `Vec<TypedEvent<T>>`, followed by any of `State<T>`, `Photon`";
+    let mut inputs = signature.inputs.iter();
+    let first = match inputs.next() {
+        Some(FnArg::Typed(first)) => &*first.ty,
+        Some(FnArg::Receiver(receiver)) => {
+            return Err(syn::Error::new_spanned(
+                receiver,
+                "#[subscribe] handlers are free functions: they cannot take `self`",
+            ))
+        }
+        None => return Err(syn::Error::new_spanned(&signature.inputs, FORM)),
+    };
+    if signature.inputs.len() > MAX_ARGUMENTS {
+        return Err(syn::Error::new_spanned(
+            &signature.inputs,
+            "#[subscribe] batch handlers take at most four arguments: the batch and any of `State<T>`, `Photon`",
+        ));
+    }
+    for argument in inputs {
+        let FnArg::Typed(typed) = argument else {
+            return Err(syn::Error::new_spanned(argument, FORM));
+        };
+        if !is_extra_argument(&typed.ty) || last_segment_is(&typed.ty, "Context") {
+            return Err(syn::Error::new_spanned(&typed.ty, FORM));
+        }
+    }
+    vec_item(first).ok_or_else(|| syn::Error::new_spanned(first, FORM))
+}
+
+/// `I` of a type written `Vec<I>` (with any path before `Vec`).
+fn vec_item(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(generics) = &last.arguments else {
+        return None;
+    };
+    match (
+        last.ident == "Vec",
+        generics.args.first(),
+        generics.args.len(),
+    ) {
+        (true, Some(syn::GenericArgument::Type(item)), 1) => Some(item),
+        _ => None,
+    }
+}
+
+fn last_segment_is(ty: &syn::Type, name: &str) -> bool {
+    matches!(ty, syn::Type::Path(path) if path.path.segments.last().is_some_and(|last| last.ident == name))
+}
+
 /// What the attribute says beside the function, as tokens of the descriptor.
 pub(crate) struct Declared<'a> {
     pub(crate) durable: &'a syn::LitStr,
@@ -188,6 +269,7 @@ fn policy_tokens(args: &Args) -> syn::Result<TokenStream> {
     let initial_backoff = duration_tokens(args, "initial_backoff", false)?;
     let max_backoff = duration_tokens(args, "max_backoff", false)?;
     let timeout = duration_tokens(args, "timeout", true)?;
+    let batch = batch_tokens(args)?;
     Ok(quote! {
         ::photon::runtime::DeclaredPolicy {
             max_attempts: #max_attempts,
@@ -195,8 +277,41 @@ fn policy_tokens(args: &Args) -> syn::Result<TokenStream> {
             max_backoff: #max_backoff,
             timeout: #timeout,
             concurrency: #concurrency,
+            batch: #batch,
         }
     })
+}
+
+/// The descriptor's `batch`: `batch_max` and `batch_wait`, both or neither; a batch
+/// handler has no `concurrency` (its batches run one at a time).
+fn batch_tokens(args: &Args) -> syn::Result<TokenStream> {
+    let max = match (args.integer("batch_max"), args.get("batch_wait")) {
+        (None, None) => return Ok(quote!(::core::option::Option::None)),
+        (Some(max), Some(_)) => max,
+        (Some(max), None) => {
+            return Err(syn::Error::new(
+                max.span(),
+                "`batch_max` needs `batch_wait = \"...\"`: how long a batch waits for more events after its first",
+            ))
+        }
+        (None, Some(wait)) => {
+            return Err(syn::Error::new(
+                wait.span(),
+                "`batch_wait` needs `batch_max = ...`: the most events of one batch",
+            ))
+        }
+    };
+    if let Some(concurrency) = args.integer("concurrency") {
+        return Err(syn::Error::new(
+            concurrency.span(),
+            "a batch handler's batches run one at a time, in order: remove `concurrency`",
+        ));
+    }
+    let max: usize = positive(max, "batch_max")?;
+    let wait = duration(args, "batch_wait", true)?;
+    Ok(quote!(::core::option::Option::Some(
+        ::photon::runtime::BatchPolicy::new(#max, #wait)
+    )))
 }
 
 /// An integer argument of at least 1 that fits `T`.
@@ -218,8 +333,16 @@ where
 /// A duration argument in Photon's configuration dialect (`250ms`, `30s`, `5m`), as a
 /// `Duration` built at compile time; `nonzero` refuses `0`.
 fn duration_tokens(args: &Args, name: &str, nonzero: bool) -> syn::Result<TokenStream> {
+    Ok(match duration(args, name, nonzero)? {
+        Some(duration) => quote!(::core::option::Option::Some(#duration)),
+        None => quote!(::core::option::Option::None),
+    })
+}
+
+/// A duration argument as a `Duration` built at compile time, if given.
+fn duration(args: &Args, name: &str, nonzero: bool) -> syn::Result<Option<TokenStream>> {
     let Some(literal) = args.get(name) else {
-        return Ok(quote!(::core::option::Option::None));
+        return Ok(None);
     };
     let text = literal.value();
     let duration = photon_core::config::parse_duration(name, &text).map_err(|_| {
@@ -238,9 +361,7 @@ fn duration_tokens(args: &Args, name: &str, nonzero: bool) -> syn::Result<TokenS
         ));
     }
     let (secs, nanos) = (duration.as_secs(), duration.subsec_nanos());
-    Ok(quote!(::core::option::Option::Some(
-        ::core::time::Duration::new(#secs, #nanos)
-    )))
+    Ok(Some(quote!(::core::time::Duration::new(#secs, #nanos))))
 }
 
 /// The descriptor's `topic`: the checked name, or `""` to take the typed argument's.
@@ -479,5 +600,104 @@ pub(crate) mod tests {
             message,
             "a group handler shares every key of its topic: remove `key`"
         );
+    }
+
+    #[test]
+    fn declares_a_batch_handler() {
+        let expanded = expand(
+            quote!(durable = "audit", batch_max = 100, batch_wait = "50ms"),
+            quote!(
+                async fn audit(
+                    orders: Vec<TypedEvent<Order>>,
+                    State(db): State<Db>,
+                    photon: Photon,
+                ) {
+                }
+            ),
+        )
+        .unwrap()
+        .to_string();
+        for expected in [
+            ":: photon :: runtime :: BoxedHandler :: batch (audit)",
+            "input_topic : < TypedEvent < Order > as :: photon :: runtime :: BatchItem > :: TOPIC",
+            "batch : :: core :: option :: Option :: Some (:: photon :: runtime :: BatchPolicy :: new (100usize , :: core :: time :: Duration :: new (0u64 , 50000000u32)))",
+        ] {
+            assert!(expanded.contains(expected), "{expected} in {expanded}");
+        }
+        let single = expand(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            single.contains("batch : :: core :: option :: Option :: None"),
+            "{single}"
+        );
+    }
+
+    #[test]
+    fn refuses_a_bad_batch_declaration_naming_it() {
+        let batch = quote!(
+            async fn audit(orders: Vec<Event>) {}
+        );
+        let no_wait = error(quote!(durable = "a", batch_max = 10), batch.clone());
+        assert!(
+            no_wait.starts_with("`batch_max` needs `batch_wait"),
+            "{no_wait}"
+        );
+        let no_max = error(quote!(durable = "a", batch_wait = "1s"), batch.clone());
+        assert!(
+            no_max.starts_with("`batch_wait` needs `batch_max"),
+            "{no_max}"
+        );
+        let empty = error(
+            quote!(durable = "a", batch_max = 0, batch_wait = "1s"),
+            batch.clone(),
+        );
+        assert_eq!(empty, "`batch_max` must be at least 1");
+        let instant = error(
+            quote!(durable = "a", batch_max = 10, batch_wait = "0s"),
+            batch.clone(),
+        );
+        assert_eq!(instant, "`batch_wait` must be above zero");
+        let unitless = error(
+            quote!(durable = "a", batch_max = 10, batch_wait = "50"),
+            batch.clone(),
+        );
+        assert!(
+            unitless.starts_with("`batch_wait`: \"50\" is not a duration"),
+            "{unitless}"
+        );
+        let parallel = error(
+            quote!(
+                durable = "a",
+                batch_max = 10,
+                batch_wait = "1s",
+                concurrency = 2
+            ),
+            batch,
+        );
+        assert_eq!(
+            parallel,
+            "a batch handler's batches run one at a time, in order: remove `concurrency`"
+        );
+        let form = "a batch handler's first argument is the batch: a `Vec<Event>` or `Vec<TypedEvent<T>>`, followed by any of `State<T>`, `Photon`";
+        let single = error(
+            quote!(durable = "a", batch_max = 10, batch_wait = "1s"),
+            quote!(
+                async fn audit(order: Order) {}
+            ),
+        );
+        assert_eq!(single, form);
+        let context = error(
+            quote!(durable = "a", batch_max = 10, batch_wait = "1s"),
+            quote!(
+                async fn audit(orders: Vec<Event>, context: Context) {}
+            ),
+        );
+        assert_eq!(context, form);
     }
 }

@@ -37,11 +37,12 @@ pub use backend::{GenericPhotonBackend, PhotonBackend};
 pub use builder::PhotonBuilder;
 pub use executor::current_ownership;
 pub use executor::{
-    AdminSnapshot, BoxedHandler, Context, DeadEvent, DeadLetter, DeadLetterCount, DeclaredPolicy,
-    Executor, ExecutorBuilder, ExecutorConfig, ExecutorConfigBuilder, Handler, HandlerArgument,
-    HandlerDescriptor, HandlerFuture, HandlerInput, HandlerOptions, HandlerRequest, HandlerService,
-    HandlerSnapshot, IntoHandlerResult, RetryPolicy, State, StoredBody, SubscribeOptions,
-    TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
+    AdminSnapshot, BatchHandler, BatchItem, BatchPolicy, BoxedHandler, Context, DeadEvent,
+    DeadLetter, DeadLetterCount, DeclaredPolicy, Executor, ExecutorBuilder, ExecutorConfig,
+    ExecutorConfigBuilder, Handler, HandlerArgument, HandlerDescriptor, HandlerFuture,
+    HandlerInput, HandlerOptions, HandlerRequest, HandlerService, HandlerSnapshot,
+    IntoHandlerResult, RetryPolicy, State, StoredBody, SubscribeOptions, TopicSnapshot,
+    TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
     DEFAULT_MAX_HANDLER_TIME, WAIT_IDLE_TIMEOUT,
 };
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};

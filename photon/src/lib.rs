@@ -138,9 +138,10 @@ pub use photon_runtime as runtime;
 
 #[cfg(feature = "runtime")]
 pub use photon_runtime::{
-    executor, AdminSnapshot, Context, DeadLetter, DurableSubscription, Executor, ExecutorConfig,
-    GenericPhotonBackend, GroupSubscription, HandlerOptions, Photon, PhotonBackend, PhotonBuilder,
-    State, SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream, TypedTopic,
+    executor, AdminSnapshot, BatchPolicy, Context, DeadLetter, DurableSubscription, Executor,
+    ExecutorConfig, GenericPhotonBackend, GroupSubscription, HandlerOptions, Photon, PhotonBackend,
+    PhotonBuilder, State, SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream,
+    TypedTopic,
 };
 
 #[cfg(feature = "macros")]
@@ -169,8 +170,8 @@ pub mod prelude {
 
     #[cfg(feature = "runtime")]
     pub use crate::{
-        Context, DurableSubscription, Executor, GroupSubscription, Photon, PhotonBuilder, State,
-        SubscribeOptions, TypedEvent, TypedTopic,
+        BatchPolicy, Context, DurableSubscription, Executor, GroupSubscription, Photon,
+        PhotonBuilder, State, SubscribeOptions, TypedEvent, TypedTopic,
     };
 
     #[cfg(feature = "macros")]

@@ -26,6 +26,8 @@ const RAW: RGBColor = RGBColor(0xe6, 0x7e, 0x22);
 const DURABLE: RGBColor = RGBColor(0x27, 0xae, 0x60);
 /// Whole-topic subscription baselines (keyed subscription rows).
 const WHOLE_TOPIC: RGBColor = RGBColor(0x7f, 0x8c, 0x8d);
+/// Single-event handler baselines (batch handler rows).
+const SINGLE_HANDLER: RGBColor = RGBColor(0x8e, 0x44, 0xad);
 /// One color per adapter where a chart shows several.
 const ADAPTER_COLORS: [RGBColor; 6] = [
     RGBColor(0x2b, 0x6c, 0xb0),
@@ -161,6 +163,7 @@ fn baseline_color(kind: BaselineKind) -> RGBColor {
         BaselineKind::Raw => RAW,
         BaselineKind::Durable => DURABLE,
         BaselineKind::WholeTopic => WHOLE_TOPIC,
+        BaselineKind::SingleHandler => SINGLE_HANDLER,
     }
 }
 

@@ -1,17 +1,21 @@
-//! The handler executor beside a durable subscription doing the same work.
+//! The handler executor beside a durable subscription doing the same work, and its batch
+//! handler beside its single-event handler.
 //!
 //! Both read events published over [`EXECUTOR_KEYS`] keys while the publishers run: the
 //! executor with a no-op handler (it runs a key's events in order and up to `parallelism`
 //! keys at once, committing checkpoints as handlers finish), the subscription acknowledging
 //! each event as it arrives. The window runs from the first publish to the last event
-//! handled (executor) or committed (subscription).
+//! handled (executor) or committed (subscription). The batch handler takes batches of up to
+//! [`EXECUTOR_BATCH_MAX`] events (or what arrived within [`EXECUTOR_BATCH_WAIT`]) of every
+//! key, a no-op over the batch. The backlog rows time the two handlers draining events
+//! published before the executor starts, so that publishing is out of the window.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use photon_core::{PhotonError, Result};
-use photon_runtime::{HandlerOptions, Photon};
+use photon_runtime::{BatchPolicy, Executor, HandlerOptions, Photon};
 use tokio::sync::Notify;
 
 use super::photon_side::{durable_rate, publish_all, warm_up, PhotonSide, Publishing, Sealing};
@@ -19,6 +23,12 @@ use crate::measure::{per_second, BenchOptions};
 
 /// Keys the executor measurement spreads its events over.
 pub const EXECUTOR_KEYS: usize = 16;
+
+/// The most events of one batch of the batch handler row.
+pub const EXECUTOR_BATCH_MAX: usize = 100;
+
+/// How long a batch of the batch handler row waits for more events after its first.
+pub const EXECUTOR_BATCH_WAIT: Duration = Duration::from_millis(5);
 
 /// How long the handler may take to see every event.
 const MEASUREMENT_DEADLINE: Duration = Duration::from_secs(300);
@@ -31,6 +41,38 @@ impl PhotonSide {
     pub async fn executor_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
         let topic = self.topic(Sealing::Plain, "executor", round);
         let rate = executor_rate(self.photon(Sealing::Plain), options, &topic).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// Events per second through the executor's batch handler with a no-op handler
+    /// (plaintext): the single-event handler's ([`PhotonSide::executor_rate`]) work, in
+    /// batches.
+    ///
+    /// # Errors
+    /// The port's errors; a handler that has not seen every event within 300 s.
+    pub async fn executor_batch_rate(&self, options: &BenchOptions, round: usize) -> Result<f64> {
+        let topic = self.topic(Sealing::Plain, "executor-batch", round);
+        let rate = executor_batch_rate(self.photon(Sealing::Plain), options, &topic).await?;
+        self.done_with(&topic).await?;
+        Ok(rate)
+    }
+
+    /// Events per second of a no-op handler of `kind` draining a stored backlog
+    /// (plaintext): the events are published first, the window runs from the executor's
+    /// start to the last event handled.
+    ///
+    /// # Errors
+    /// The port's errors; a handler that has not seen every event within 300 s.
+    pub async fn executor_backlog_rate(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+        kind: HandlerKind,
+    ) -> Result<f64> {
+        let name = format!("backlog-{}", kind.topic_part());
+        let topic = self.topic(Sealing::Plain, &name, round);
+        let rate = backlog_rate(self.photon(Sealing::Plain), options, &topic, kind).await?;
         self.done_with(&topic).await?;
         Ok(rate)
     }
@@ -82,30 +124,115 @@ impl Handled {
     }
 }
 
+impl Handled {
+    /// Counts `events` more handled events, waking the measurement at the first and the
+    /// last.
+    fn add(&self, events: usize) {
+        let before = self.count.fetch_add(events, Ordering::SeqCst);
+        let after = before + events;
+        if before == 0 || (before < self.goal && after >= self.goal) {
+            // notify_one keeps a permit when nobody waits yet, so no wake-up is lost.
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// Which handler a measurement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    /// One event per call.
+    Single,
+    /// Batches of up to [`EXECUTOR_BATCH_MAX`] events.
+    Batch,
+}
+
+impl HandlerKind {
+    fn topic_part(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::Batch => "batch",
+        }
+    }
+}
+
+/// Starts a no-op handler of `kind` on `topic` that counts what it sees in `handled`.
+fn start_counting(
+    photon: &Photon,
+    topic: &str,
+    kind: HandlerKind,
+    handled: &Arc<Handled>,
+) -> Result<Executor> {
+    let handled = handled.clone();
+    let options = HandlerOptions::new("bench", topic);
+    let builder = photon.executor();
+    let builder = match kind {
+        HandlerKind::Single => builder.handler_with(options, move |_event: photon_core::Event| {
+            handled.add(1);
+            async {}
+        }),
+        HandlerKind::Batch => builder.batch_handler(
+            options,
+            BatchPolicy::new(EXECUTOR_BATCH_MAX, EXECUTOR_BATCH_WAIT),
+            move |events: Vec<photon_core::Event>| {
+                handled.add(events.len());
+                async {}
+            },
+        ),
+    };
+    builder.start()
+}
+
+fn counter(goal: usize) -> Arc<Handled> {
+    Arc::new(Handled {
+        count: AtomicUsize::new(0),
+        goal,
+        changed: Notify::new(),
+    })
+}
+
 async fn executor_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<f64> {
     warm_up(photon, options, topic).await?;
-    let handled = Arc::new(Handled {
-        count: AtomicUsize::new(0),
-        goal: options.events + 1,
-        changed: Notify::new(),
-    });
-    let executor = {
-        let handled = handled.clone();
-        photon
-            .executor()
-            .handler_with(
-                HandlerOptions::new("bench", topic),
-                move |_event: photon_core::Event| {
-                    let count = handled.count.fetch_add(1, Ordering::SeqCst) + 1;
-                    if count == 1 || count == handled.goal {
-                        // notify_one keeps a permit when nobody waits yet, so no wake-up is lost.
-                        handled.changed.notify_one();
-                    }
-                    async {}
-                },
-            )
-            .start()?
-    };
+    let handled = counter(options.events + 1);
+    let executor = start_counting(photon, topic, HandlerKind::Single, &handled)?;
+    measure(photon, options, topic, executor, &handled).await
+}
+
+async fn executor_batch_rate(photon: &Photon, options: &BenchOptions, topic: &str) -> Result<f64> {
+    warm_up(photon, options, topic).await?;
+    let handled = counter(options.events + 1);
+    let executor = start_counting(photon, topic, HandlerKind::Batch, &handled)?;
+    measure(photon, options, topic, executor, &handled).await
+}
+
+/// Events per second of a handler draining a stored backlog: the window runs from the
+/// executor's start to the last event handled, so publishing is not in it.
+async fn backlog_rate(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    kind: HandlerKind,
+) -> Result<f64> {
+    publish_all(photon, options, topic, EXECUTOR_KEYS).await?;
+    let handled = counter(options.events);
+    let started = Instant::now();
+    let executor = start_counting(photon, topic, kind, &handled)?;
+    let reached = handled.reach(handled.goal).await;
+    let elapsed = started.elapsed();
+    let stopped = executor.shutdown().await;
+    reached?;
+    stopped?;
+    Ok(per_second(options.events, elapsed))
+}
+
+/// Times the events published from now on through `executor`, whose handler counts in
+/// `handled`; stops it.
+async fn measure(
+    photon: &Photon,
+    options: &BenchOptions,
+    topic: &str,
+    executor: Executor,
+    handled: &Handled,
+) -> Result<f64> {
     // The warm-up event comes first, before the timed window.
     let measured = async {
         handled.reach(1).await?;

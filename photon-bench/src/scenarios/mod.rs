@@ -12,7 +12,7 @@ pub mod postgres;
 pub mod sqlite;
 mod turns;
 
-pub use executor::EXECUTOR_KEYS;
+pub use executor::{HandlerKind, EXECUTOR_KEYS};
 pub use photon_side::{PhotonSide, Sealing};
 
 use futures::FutureExt;
@@ -102,7 +102,8 @@ fn no_batches() -> photon_core::PhotonError {
 }
 
 /// Every row of `adapter`: publish, end to end and round trips of Photon in plaintext and
-/// sealed beside the raw client, the executor beside a durable subscription, and the replay
+/// sealed beside the raw client, the executor beside a durable subscription, the executor's
+/// batch handler beside its single-event handler, and the replay
 /// of one key of 64 beside the replay of the whole topic (what a keyed subscription pays
 /// for the other keys' records); each over `options.rounds` rounds, the sides taking turns
 /// at going first.
@@ -197,6 +198,32 @@ pub(crate) async fn compare(
         }),
         BaselineKind::Durable,
         side("durable", |r| photon.durable_rate(options, r).boxed_local()),
+    );
+    figures.throughput.push(row.await?);
+
+    let row = paired_row(
+        (adapter, "executor_batch", options),
+        side("batch", |r| {
+            photon.executor_batch_rate(options, r).boxed_local()
+        }),
+        BaselineKind::SingleHandler,
+        side("single", |r| photon.executor_rate(options, r).boxed_local()),
+    );
+    figures.throughput.push(row.await?);
+
+    let row = paired_row(
+        (adapter, "executor_batch_backlog", options),
+        side("batch", |r| {
+            photon
+                .executor_backlog_rate(options, r, HandlerKind::Batch)
+                .boxed_local()
+        }),
+        BaselineKind::SingleHandler,
+        side("single", |r| {
+            photon
+                .executor_backlog_rate(options, r, HandlerKind::Single)
+                .boxed_local()
+        }),
     );
     figures.throughput.push(row.await?);
 

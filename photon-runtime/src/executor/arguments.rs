@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use photon_core::{Event, Headers, PhotonError, Result};
 
+use super::batch::BatchCall;
 use super::handler::{HandlerFn, HandlerFuture, IntoHandlerResult};
 use super::typed::TypedTopic;
 use crate::photon::{Photon, WeakPhoton};
@@ -429,12 +430,16 @@ impl_handler!(A a, B b, C c, D d);
 pub struct BoxedHandler {
     call: Arc<dyn Fn(&Call<'_>) -> HandlerFuture + Send + Sync>,
     arguments: Arc<[ArgumentKind]>,
+    /// Set for a batch handler, which the executor calls with batches only (`call` then
+    /// refuses: a batch handler is never called per event).
+    batch: Option<BatchCall>,
 }
 
 impl std::fmt::Debug for BoxedHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BoxedHandler")
             .field("arguments", &self.arguments)
+            .field("batch", &self.batch.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -454,7 +459,27 @@ impl BoxedHandler {
         Self {
             call: Arc::new(move |call: &Call<'_>| handler.call(call)),
             arguments: H::arguments().into(),
+            batch: None,
         }
+    }
+
+    /// A batch handler: `batch` takes the batches; `arguments` are the kinds of its
+    /// arguments, the batch counted as the event argument, for the checks at start.
+    pub(crate) fn of_batch(batch: BatchCall, arguments: Vec<ArgumentKind>) -> Self {
+        Self {
+            call: Arc::new(|_: &Call<'_>| {
+                Box::pin(std::future::ready(Err(PhotonError::handler_permanent(
+                    "a batch handler takes batches, not single events",
+                ))))
+            }),
+            arguments: arguments.into(),
+            batch: Some(batch),
+        }
+    }
+
+    /// The batch call of a batch handler.
+    pub(crate) fn batch_call(&self) -> Option<&BatchCall> {
+        self.batch.as_ref()
     }
 
     /// A handler of the event alone (transactional handlers).
@@ -462,6 +487,7 @@ impl BoxedHandler {
         Self {
             call: Arc::new(move |call: &Call<'_>| handler(call.event.clone())),
             arguments: Arc::new([ArgumentKind::Event { topic: None }]),
+            batch: None,
         }
     }
 
@@ -482,7 +508,8 @@ impl BoxedHandler {
     /// Checks the arguments against the registered `states`.
     ///
     /// # Errors
-    /// [`PhotonError::InvalidInput`] unless exactly one argument is the event;
+    /// [`PhotonError::InvalidInput`] unless exactly one argument is the event, or for a
+    /// batch handler taking a [`Context`];
     /// [`PhotonError::Config`] naming the first `State<T>` whose `T` is not registered.
     pub(crate) fn check(&self, handler: &str, states: &States) -> Result<()> {
         let events = self
@@ -493,6 +520,11 @@ impl BoxedHandler {
         if events != 1 {
             return Err(PhotonError::InvalidInput(format!(
                 "handler {handler} takes {events} event arguments: it takes exactly one, an Event or a #[topic] type (besides any State, Photon and Context)"
+            )));
+        }
+        if self.batch.is_some() && self.arguments.contains(&ArgumentKind::Context) {
+            return Err(PhotonError::InvalidInput(format!(
+                "batch handler {handler} takes a Context: a batch has no single event position nor attempt to describe (each TypedEvent carries its event); take the batch and any State and Photon"
             )));
         }
         for kind in self.arguments.iter() {

@@ -11,6 +11,7 @@ use photon_core::{
 use tower::{Layer, Service};
 
 use super::arguments::{BoxedHandler, Handler, Resources, States};
+use super::batch::{BatchHandler, BatchItem, BatchPolicy};
 use super::dispatch::{self, Subscription};
 use super::handler::{HandlerDescriptor, HandlerOptions, Registration};
 use super::service::{self, HandlerRequest, HandlerService};
@@ -269,6 +270,82 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Runs the batch handler `handler` on the subscription `options` describes: it is
+    /// called with batches of up to `batch.max_events()` events, or with what arrived within
+    /// `batch.max_wait()` after a batch's first event, and the batch is acknowledged
+    /// together once the handler returns `Ok`.
+    ///
+    /// - The batch is the first argument: `Vec<Event>`, or `Vec<TypedEvent<T>>` of a
+    ///   `#[topic]` type `T` (whose topic must be `options`' topic). Up to three of
+    ///   [`State<T>`](super::State) and `Photon` may follow; a batch handler takes no
+    ///   `Context` (each item carries its event).
+    /// - Batches hold events of every key, in read order: the events of a key are in seq
+    ///   order inside a batch, and the batches run one at a time, so a key's batches run
+    ///   in order. [`HandlerOptions::concurrency`] does not apply (and is refused).
+    /// - A failed attempt retries the whole batch with the handler's retry policy;
+    ///   [`HandlerOptions::max_handler_time`] bounds each attempt of the batch. When the
+    ///   handler gives up, each event of the batch is dead-lettered with the last error.
+    ///   An event whose payload does not decode as `T`, or whose record cannot be opened,
+    ///   is dead-lettered at once and left out of the batch.
+    /// - A group handler's batch holds its member's share; before each attempt, the events
+    ///   of partitions that moved to another member are given back and the rest is
+    ///   attempted. [`current_ownership`](super::current_ownership) is the lease of the
+    ///   batch when all its events are under one, else `None`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use photon_runtime::executor::BatchPolicy;
+    /// use photon_runtime::{Event, HandlerOptions, Photon, PhotonError};
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let sizes = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = sizes.clone();
+    /// let executor = photon
+    ///     .executor()
+    ///     .batch_handler(
+    ///         HandlerOptions::new("audit", "orders"),
+    ///         BatchPolicy::new(100, Duration::from_millis(20)),
+    ///         move |events: Vec<Event>| {
+    ///             seen.lock().unwrap().push(events.len());
+    ///             async { Ok::<(), PhotonError>(()) }
+    ///         },
+    ///     )
+    ///     .start()?;
+    /// for n in 0..3 {
+    ///     photon.publish("orders", Some("o-1"), serde_json::json!(null), serde_json::json!(n)).await?;
+    /// }
+    /// executor.wait_idle().await?;
+    /// assert_eq!(sizes.lock().unwrap().iter().sum::<usize>(), 3);
+    /// executor.shutdown().await?;
+    /// # Ok::<_, PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] refuses a `batch` outside its limits (see
+    /// [`BatchPolicy::new`]) or with a `concurrency` ([`PhotonError::Config`] naming the
+    /// handler and topic), and checks the arguments as for [`ExecutorBuilder::handler`].
+    pub fn batch_handler<H, I, Args>(
+        mut self,
+        options: HandlerOptions,
+        batch: BatchPolicy,
+        handler: H,
+    ) -> Self
+    where
+        H: BatchHandler<I, Args>,
+        I: BatchItem,
+    {
+        self.registrations.push(Registration {
+            options: options.batch(batch),
+            handler: BoxedHandler::batch(handler),
+            layer: None,
+            transactional: None,
+        });
+        self
+    }
+
     /// Runs a transactional `handler` on the subscription `options` describes: each call
     /// gets the event and `port`'s transaction, and what it writes through that
     /// transaction commits together with the checkpoint advance (see
@@ -471,6 +548,7 @@ impl ExecutorBuilder {
             let options = &registration.options;
             self.check_arguments(registration)?;
             options.validate_policy()?;
+            self.check_batch(registration)?;
             validate_topic_name(options.topic())?;
             if let Some(key) = options.topic_key() {
                 validate_topic_key(options.topic(), key)?;
@@ -512,6 +590,34 @@ impl ExecutorBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Checks that a batch handler has a batch policy within its limits, and a handler of
+    /// single events none.
+    fn check_batch(&self, registration: &Registration) -> Result<()> {
+        let options = &registration.options;
+        let name = options.handler_name();
+        let batch_handler = registration.handler.batch_call().is_some();
+        match (options.batch_policy(), batch_handler) {
+            (None, false) => Ok(()),
+            (Some(policy), true) => {
+                policy.validate(name, options.topic(), self.config.max_in_flight)?;
+                match options.concurrency_limit() {
+                    Some(concurrency) => Err(PhotonError::config(
+                        format!("handler {name} on topic {:?}: concurrency", options.topic()),
+                        concurrency.to_string(),
+                        "no concurrency for a batch handler: its batches run one at a time, in order",
+                    )),
+                    None => Ok(()),
+                }
+            }
+            (Some(_), false) => Err(PhotonError::InvalidInput(format!(
+                "handler {name} has a batch policy but takes single events: its first argument must be a Vec<Event> or Vec<TypedEvent<T>>"
+            ))),
+            (None, true) => Err(PhotonError::InvalidInput(format!(
+                "handler {name} takes batches but has no batch policy: register it with ExecutorBuilder::batch_handler"
+            ))),
+        }
     }
 
     /// Checks a handler's arguments: one event, of the registered topic when typed, and

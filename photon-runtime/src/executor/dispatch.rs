@@ -32,18 +32,18 @@ use crate::shutdown::{drain_workers, log_join_error, StopSignal};
 use crate::spans::{self, Position};
 use photon_core::Progress;
 
-/// A read record waiting for its key's worker.
-struct Queued {
-    item: Item,
-    lane: u32,
+/// A read record waiting for its key's worker (or its batch).
+pub(super) struct Queued {
+    pub(super) item: Item,
+    pub(super) lane: u32,
     /// The `photon.deliver` span, open until the record is finished.
-    span: Span,
+    pub(super) span: Span,
 }
 
 /// What was read: an event for the handler, or a record that cannot be opened or decoded,
 /// which goes straight to the dead-letter topic (retrying cannot open it) in its key's
 /// order.
-enum Item {
+pub(super) enum Item {
     Event(Event),
     Unopened(Box<Unopened>),
     /// A [`PhotonError::Undecodable`] error item.
@@ -51,7 +51,7 @@ enum Item {
 }
 
 impl Item {
-    fn seq(&self) -> i64 {
+    pub(super) fn seq(&self) -> i64 {
         match self {
             Self::Event(event) => event.seq,
             Self::Unopened(unopened) => unopened.record.seq,
@@ -332,7 +332,13 @@ pub(crate) async fn run(subscription: Arc<Subscription>) -> Result<()> {
         subscription.note_tail_start().await;
         stream = Some(subscription.open());
         if let Some(records) = stream.as_mut() {
-            if !read(&subscription, records, &window, &mut workers).await {
+            let reading = match subscription.registration.options.batch_policy() {
+                Some(policy) => {
+                    super::batch::read(&subscription, policy, records, &window, &mut workers).await
+                }
+                None => read(&subscription, records, &window, &mut workers).await,
+            };
+            if !reading {
                 break;
             }
         }
@@ -389,25 +395,48 @@ async fn read(
             item = stream.next() => item,
         };
         match item {
-            Some(Ok(record)) => {
-                let item = match subscription.store.open_record(record) {
-                    Ok(event) => Item::Event(event),
-                    Err(unopened) => Item::Unopened(unopened),
-                };
-                dispatch(subscription, item, permit, workers);
-            }
-            Some(Err(err @ PhotonError::Undecodable { .. })) => {
-                // Tracked like an event, so that the checkpoint stays before it until its
-                // dead letter is stored.
-                subscription.stats.record_stream_error();
-                dispatch(subscription, Item::Undecodable(err), permit, workers);
-            }
-            Some(Err(err)) => {
-                subscription.stats.record_stream_error();
-                tracing::warn!(checkpoint = ?subscription.checkpoint, %err, "event could not be delivered to the handler");
+            Some(read) => {
+                if let Some(item) = subscription.item_of(read) {
+                    dispatch(subscription, item, permit, workers);
+                }
             }
             None => return true,
         }
+    }
+}
+
+impl Subscription {
+    /// What a read stream item is for the handler; `None` for an error that is not about
+    /// one record (logged and counted: the stream goes on).
+    pub(super) fn item_of(&self, read: Result<photon_core::Record>) -> Option<Item> {
+        match read {
+            Ok(record) => Some(match self.store.open_record(record) {
+                Ok(event) => Item::Event(event),
+                Err(unopened) => Item::Unopened(unopened),
+            }),
+            Err(err @ PhotonError::Undecodable { .. }) => {
+                // Tracked like an event, so that the checkpoint stays before it until its
+                // dead letter is stored.
+                self.stats.record_stream_error();
+                Some(Item::Undecodable(err))
+            }
+            Err(err) => {
+                self.stats.record_stream_error();
+                tracing::warn!(checkpoint = ?self.checkpoint, %err, "event could not be delivered to the handler");
+                None
+            }
+        }
+    }
+
+    /// Counts a read item in flight (holding its read-ahead permit until it is
+    /// acknowledgeable) and opens its delivery span.
+    pub(super) fn track(&self, item: Item, window: OwnedSemaphorePermit) -> Queued {
+        let span = self.delivered(&item);
+        let (topic, _) = item.topic_and_key();
+        let lane = self.store.port().checkpoint_lane(topic, item.seq());
+        self.progress.received(lane, item.seq(), Some(window));
+        self.position.read(lane, item.seq());
+        Queued { item, lane, span }
     }
 }
 
@@ -427,21 +456,14 @@ fn dispatch(
     window: OwnedSemaphorePermit,
     workers: &mut JoinSet<()>,
 ) {
-    let span = subscription.delivered(&item);
-    let (topic, key) = item.topic_and_key();
-    let lane = subscription.store.port().checkpoint_lane(topic, item.seq());
     // A transactional subscription runs everything in one queue: each transaction moves
     // the checkpoint to its own event, so every event before it must have committed.
     let key = match subscription.registration.transactional {
         Some(_) => None,
-        None => key.map(str::to_owned),
+        None => item.topic_and_key().1.map(str::to_owned),
     };
     // The read-ahead permit is held until the event is acknowledgeable (see Progress).
-    subscription
-        .progress
-        .received(lane, item.seq(), Some(window));
-    subscription.position.read(lane, item.seq());
-    let queued = Queued { item, lane, span };
+    let queued = subscription.track(item, window);
     let mut queues = subscription.queues();
     if let Some(queue) = queues.get_mut(&key) {
         queue.push_back(queued);
@@ -488,7 +510,7 @@ async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
 }
 
 /// How one read item ended.
-enum Finish {
+pub(super) enum Finish {
     /// Handled or dead-lettered: acknowledge it.
     Done,
     /// Abandoned by shutdown: it stays unacknowledged.
@@ -509,8 +531,24 @@ async fn handle(
     let finish = match &queued.item {
         _ if !subscription.may_start(seq) => Finish::Revoked,
         Item::Event(event) => handle_event(subscription, event, slot, stop).await,
-        Item::Unopened(unopened) => {
+        _ => {
             drop(slot);
+            dead_letter_unreadable(subscription, queued, stop).await
+        }
+    };
+    settle(subscription, queued.lane, seq, finish).await
+}
+
+/// Stores the dead letter of a record that cannot be opened or decoded (retrying cannot
+/// open it).
+pub(super) async fn dead_letter_unreadable(
+    subscription: &Subscription,
+    queued: &Queued,
+    stop: &mut StopSignal,
+) -> Finish {
+    match &queued.item {
+        Item::Event(_) => Finish::Done,
+        Item::Unopened(unopened) => {
             record_error(&queued.span, "opening the record", &unopened.error);
             let options = &subscription.registration.options;
             tracing::warn!(
@@ -522,7 +560,6 @@ async fn handle(
             dead_letter(subscription, &letter, stop).await
         }
         Item::Undecodable(error) => {
-            drop(slot);
             record_error(&queued.span, "decoding the record", error);
             let options = &subscription.registration.options;
             tracing::warn!(
@@ -534,21 +571,32 @@ async fn handle(
                 None => Finish::Done,
             }
         }
-    };
+    }
+}
+
+/// Takes a finished item off the books: gives a revoked one back to its group, and
+/// acknowledges what became contiguous (to the group, or the checkpoint). Returns `false`
+/// when it was abandoned by shutdown.
+pub(super) async fn settle(
+    subscription: &Subscription,
+    lane: u32,
+    seq: i64,
+    finish: Finish,
+) -> bool {
     let acknowledgeable = match finish {
         Finish::Abandoned => return false,
         Finish::Revoked => {
             subscription.give_back_to_group(seq).await;
             // Off this subscription's books: the window and the idle position move on.
-            subscription.progress.finished(queued.lane, seq)
+            subscription.progress.finished(lane, seq)
         }
         Finish::Done => {
             subscription.stats.record_acknowledged();
-            subscription.progress.finished(queued.lane, seq)
+            subscription.progress.finished(lane, seq)
         }
     };
     if let Some(last) = acknowledgeable.last() {
-        subscription.position.finished_through(queued.lane, *last);
+        subscription.position.finished_through(lane, *last);
     }
     if subscription.registration.options.group_name().is_some() {
         if matches!(finish, Finish::Done) {
@@ -609,7 +657,7 @@ async fn handle_event(
 ///
 /// A letter the port refuses even without its original (an error retrying cannot fix) is
 /// logged and the event finished: retrying it would stop this subscription for good.
-async fn dead_letter(
+pub(super) async fn dead_letter(
     subscription: &Subscription,
     letter: &DeadLetter,
     stop: &mut StopSignal,

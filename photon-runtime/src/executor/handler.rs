@@ -12,6 +12,7 @@ use photon_core::metrics::Consumer;
 use photon_core::{Event, PhotonError, Result, StoragePort};
 
 use super::arguments::BoxedHandler;
+use super::batch::BatchPolicy;
 use super::config::RetryPolicy;
 use super::service::LayerFn;
 use super::transactional::{BindTransactional, LetterCommit};
@@ -53,7 +54,7 @@ pub struct HandlerDescriptor {
 inventory::collect!(HandlerDescriptor);
 
 /// What `#[subscribe(max_attempts = .., initial_backoff = "..", max_backoff = "..",
-/// timeout = "..", concurrency = ..)]` declares; a field left `None` keeps the executor's
+/// timeout = "..", concurrency = .., batch_max = .., batch_wait = "..")]` declares; a field left `None` keeps the executor's
 /// setting. Written by the macro.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeclaredPolicy {
@@ -67,6 +68,9 @@ pub struct DeclaredPolicy {
     pub timeout: Option<Duration>,
     /// [`HandlerOptions::concurrency`].
     pub concurrency: Option<usize>,
+    /// `batch_max` and `batch_wait`: the function is a batch handler
+    /// ([`BatchPolicy`]); the macro sets both or neither.
+    pub batch: Option<BatchPolicy>,
 }
 
 impl DeclaredPolicy {
@@ -88,6 +92,9 @@ impl DeclaredPolicy {
         }
         if let Some(concurrency) = self.concurrency {
             options = options.concurrency(concurrency);
+        }
+        if let Some(batch) = self.batch {
+            options = options.batch(batch);
         }
         options
     }
@@ -165,6 +172,7 @@ pub struct HandlerOptions {
     partitions: Option<u32>,
     retry: Option<RetryOverride>,
     concurrency: Option<usize>,
+    batch: Option<BatchPolicy>,
 }
 
 /// A handler's own [`RetryPolicy`], compared by the bits of its jitter so that
@@ -211,6 +219,7 @@ impl HandlerOptions {
             partitions: None,
             retry: None,
             concurrency: None,
+            batch: None,
         }
     }
 
@@ -263,6 +272,37 @@ impl HandlerOptions {
     /// The handler's own concurrency, when [`Self::concurrency`] set one.
     pub fn concurrency_limit(&self) -> Option<usize> {
         self.concurrency
+    }
+
+    /// Makes the handler a batch handler's (`ExecutorBuilder::batch_handler` sets it).
+    pub(crate) fn batch(mut self, policy: BatchPolicy) -> Self {
+        self.batch = Some(policy);
+        self
+    }
+
+    /// How a batch handler's batches are made; `None` for a handler of single events.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use photon_runtime::executor::BatchPolicy;
+    /// use photon_runtime::{Event, HandlerOptions, Photon};
+    ///
+    /// let photon = Photon::builder().build()?;
+    /// let policy = BatchPolicy::new(100, Duration::from_millis(50));
+    /// let executor = photon
+    ///     .executor()
+    ///     .batch_handler(HandlerOptions::new("audit", "orders"), policy, |events: Vec<Event>| async move {
+    ///         println!("{} events", events.len());
+    ///     })
+    ///     .start()?;
+    /// assert_eq!(executor.handlers()[0].batch_policy(), Some(policy));
+    /// # executor.shutdown().await?;
+    /// # Ok::<_, photon_runtime::PhotonError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn batch_policy(&self) -> Option<BatchPolicy> {
+        self.batch
     }
 
     /// Checks the handler's own retry policy and concurrency.

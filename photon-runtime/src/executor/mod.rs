@@ -44,6 +44,14 @@
 //! (300 s by default) is cancelled and retried, so a hung handler does not hold its
 //! partition for ever.
 //!
+//! # Batch handlers
+//! A handler registered with [`ExecutorBuilder::batch_handler`] (`#[subscribe(batch_max =
+//! .., batch_wait = "..")]`) is called with a `Vec` of up to [`BatchPolicy::max_events`]
+//! events of every key, or what arrived within [`BatchPolicy::max_wait`] after the batch's
+//! first. A key's events are in seq order inside a batch and batches run one at a time,
+//! in order; a batch is acknowledged together once the handler returns `Ok`, retried
+//! whole, and each of its events dead-lettered after the last attempt.
+//!
 //! # Transactional handlers
 //! A handler registered with [`ExecutorBuilder::transactional_handler`] on a port that
 //! implements [`photon_core::TransactionalPort`] (SQLite, PostgreSQL) writes through the
@@ -98,6 +106,7 @@
 //! [`FlushPolicy::interval`]: photon_core::FlushPolicy::interval
 
 pub(crate) mod arguments;
+mod batch;
 mod builder;
 pub(crate) mod config;
 mod dispatch;
@@ -119,6 +128,7 @@ use tokio::task::JoinHandle;
 pub use crate::admin::{AdminSnapshot, DeadLetterCount, HandlerSnapshot, TopicSnapshot};
 pub use crate::dead_letter::{DeadEvent, DeadLetter, StoredBody, UndecodableRecord};
 pub use arguments::{BoxedHandler, Context, Handler, HandlerArgument, State};
+pub use batch::{BatchHandler, BatchItem, BatchPolicy, MAX_BATCH_EVENTS, MAX_BATCH_WAIT};
 pub use builder::ExecutorBuilder;
 pub use config::{
     ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,

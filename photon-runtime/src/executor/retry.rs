@@ -1,10 +1,12 @@
-//! Running one event through its handler: attempts, exponential backoff with jitter, and
+//! Running one event (or one batch) through its handler: attempts, exponential backoff with jitter, and
 //! panics turned into failures.
 
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
+use photon_core::group::Ownership;
 use photon_core::{Event, PhotonError};
 use rand::Rng;
 use tokio::sync::OwnedSemaphorePermit;
@@ -15,7 +17,7 @@ use super::arguments::sealed::Call;
 use super::arguments::BoxedHandler;
 use super::config::RetryPolicy;
 use super::dispatch::Subscription;
-use super::handler::HandlerOptions;
+use super::handler::{HandlerFuture, HandlerOptions};
 use super::service::Layered;
 use crate::shutdown::StopSignal;
 
@@ -68,8 +70,13 @@ async fn attempt(
             Err(panic) => Err(panicked(&*panic)),
         };
     }
-    let called = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call)));
-    let future = match called {
+    guarded(|| handler.call(&call)).await
+}
+
+/// Makes and runs a handler's future; a panic in either becomes a non-retryable handler
+/// error.
+pub(crate) async fn guarded(make: impl FnOnce() -> HandlerFuture) -> Result<(), PhotonError> {
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(make)) {
         Ok(future) => future,
         Err(panic) => return Err(panicked(&*panic)),
     };
@@ -79,11 +86,12 @@ async fn attempt(
     }
 }
 
-/// Runs an attempt, cancelling it past `limit` with a retryable error that names the limit.
+/// Runs an attempt, cancelling it past `limit` with a retryable error that names the limit
+/// and what was attempted (`what`, built only on a timeout).
 async fn bounded(
     attempt: impl std::future::Future<Output = Result<(), PhotonError>>,
     limit: Option<Duration>,
-    event: &Event,
+    what: impl FnOnce() -> String,
 ) -> Result<(), PhotonError> {
     let Some(limit) = limit else {
         return attempt.await;
@@ -91,8 +99,8 @@ async fn bounded(
     match tokio::time::timeout(limit, attempt).await {
         Ok(result) => result,
         Err(_) => Err(PhotonError::handler(format!(
-            "timed out: the handler of {} seq {} ran longer than its time limit (max_handler_time, {limit:?}) and was cancelled",
-            event.topic_name, event.seq
+            "timed out: the handler of {} ran longer than its time limit (max_handler_time, {limit:?}) and was cancelled",
+            what()
         ))),
     }
 }
@@ -125,14 +133,76 @@ fn attempt_span(options: &HandlerOptions, event: &Event, attempt: u32) -> Span {
     span
 }
 
-/// Runs `event` until it succeeds, fails for good or shutdown interrupts a backoff; each
-/// attempt in its own span, timed.
+/// What the retry loop runs: one event, or a batch of events (`super::batch`).
+pub(crate) trait Attempts {
+    /// Whether the next attempt may start: a group handler's member still hands out the
+    /// partitions it was read under.
+    fn may_start(&self, subscription: &Subscription) -> bool;
+
+    /// The lease the attempt runs under, for [`super::current_ownership`].
+    fn ownership(&self, subscription: &Subscription) -> Option<Ownership>;
+
+    /// The span of attempt `attempt`.
+    fn span(&self, options: &HandlerOptions, attempt: u32) -> Span;
+
+    /// One call of the handler, through its middleware when it has any.
+    fn attempt<'a>(
+        &'a self,
+        subscription: &'a Subscription,
+        attempt: u32,
+        partition: Option<u32>,
+    ) -> BoxFuture<'a, Result<(), PhotonError>>;
+
+    /// What was attempted, for messages: `orders seq 3`.
+    fn describe(&self) -> String;
+}
+
+impl Attempts for Event {
+    fn may_start(&self, subscription: &Subscription) -> bool {
+        subscription.may_start(self.seq)
+    }
+
+    fn ownership(&self, subscription: &Subscription) -> Option<Ownership> {
+        subscription.ownership(self.seq)
+    }
+
+    fn span(&self, options: &HandlerOptions, attempt: u32) -> Span {
+        attempt_span(options, self, attempt)
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        subscription: &'a Subscription,
+        attempt_number: u32,
+        partition: Option<u32>,
+    ) -> BoxFuture<'a, Result<(), PhotonError>> {
+        let call = Call {
+            event: self,
+            attempt: attempt_number,
+            partition,
+            resources: &subscription.resources,
+        };
+        let registration = &subscription.registration;
+        Box::pin(attempt(
+            &registration.handler,
+            subscription.layered.as_ref(),
+            call,
+        ))
+    }
+
+    fn describe(&self) -> String {
+        format!("{} seq {}", self.topic_name, self.seq)
+    }
+}
+
+/// Runs `work` (an event or a batch) until it succeeds, fails for good or shutdown
+/// interrupts a backoff; each attempt in its own span, timed.
 ///
 /// `permit` is a parallelism slot held while the handler runs; it is given back during
 /// backoff so that a retrying key never keeps other keys waiting.
 pub(crate) async fn run_with_retries(
     subscription: &Subscription,
-    event: &Event,
+    work: &impl Attempts,
     mut permit: OwnedSemaphorePermit,
     stop: &mut StopSignal,
 ) -> Outcome {
@@ -141,23 +211,18 @@ pub(crate) async fn run_with_retries(
     let mut attempts = 0u32;
     let limit = registration.options.handler_time_limit();
     loop {
-        if !subscription.may_start(event.seq) {
+        if !work.may_start(subscription) {
             return Outcome::Revoked;
         }
         attempts += 1;
-        let span = attempt_span(&registration.options, event, attempts);
+        let span = work.span(&registration.options, attempts);
         let started = Instant::now();
-        let ownership = subscription.ownership(event.seq);
-        let call = Call {
-            event,
-            attempt: attempts,
-            partition: ownership.as_ref().map(|owned| owned.partition),
-            resources: &subscription.resources,
-        };
+        let ownership = work.ownership(subscription);
+        let partition = ownership.as_ref().map(|owned| owned.partition);
         let attempt = bounded(
-            attempt(&registration.handler, subscription.layered.as_ref(), call),
+            work.attempt(subscription, attempts, partition),
             limit,
-            event,
+            || work.describe(),
         );
         let result = super::fencing::under(ownership, attempt)
             .instrument(span.clone())
@@ -176,7 +241,7 @@ pub(crate) async fn run_with_retries(
             return Outcome::Abandoned;
         }
         stats.record_retry();
-        tracing::debug!(topic = %event.topic_name, seq = event.seq, attempts, %error, "handler failed; retrying");
+        tracing::debug!(attempted = %work.describe(), attempts, %error, "handler failed; retrying");
         tokio::select! {
             () = tokio::time::sleep(delay(policy, attempts)) => {}
             () = stop.stopped() => return Outcome::Abandoned,
