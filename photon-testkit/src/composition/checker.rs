@@ -35,23 +35,26 @@ pub fn check(history: &History) -> Result<(), Violation> {
     group_repeats_under_later_leases(history)?;
     gaps_explained(history, &history.group_gaps, "the group")?;
     if history.handler {
+        handlers_fail_for_good_as_designed(history)?;
         handler_complete(history)?;
         handler_repeats_bounded(history)?;
         handler_key_order(history)?;
+        batch_key_order(history)?;
     }
     Ok(())
 }
 
 /// Every stored event that no retention removed was handled successfully or left a dead
-/// letter, never both; only events whose handler fails for good are dead-lettered, at most
-/// one letter per instance that failed on it.
+/// letter, never both; only events whose handler fails for good (or, for a batch handler,
+/// whose batch failed for good) are dead-lettered, at most one letter per instance that
+/// failed on it.
 fn handler_complete(history: &History) -> Result<(), Violation> {
     let mut succeeded: HashMap<i64, usize> = HashMap::new();
     let mut failing_runs: HashMap<i64, HashSet<usize>> = HashMap::new();
     for handled in &history.handled {
         if handled.succeeded {
             *succeeded.entry(handled.seq).or_default() += 1;
-        } else if handled.behaviour == super::Behaviour::Fails {
+        } else if handled.for_good {
             failing_runs
                 .entry(handled.seq)
                 .or_default()
@@ -126,11 +129,69 @@ fn handler_repeats_bounded(history: &History) -> Result<(), Violation> {
     Ok(())
 }
 
+/// An attempt fails for good exactly when its event fails for good, or (a batch
+/// handler) when one event of its batch does.
+fn handlers_fail_for_good_as_designed(history: &History) -> Result<(), Violation> {
+    let failing_batches: HashSet<u64> = history
+        .handled
+        .iter()
+        .filter(|h| h.behaviour == super::Behaviour::Fails)
+        .filter_map(|h| h.batch.map(|(id, _)| id))
+        .collect();
+    for handled in &history.handled {
+        let designed = handled.behaviour == super::Behaviour::Fails
+            || handled
+                .batch
+                .is_some_and(|(id, _)| failing_batches.contains(&id));
+        if handled.for_good != designed {
+            return Err(Violation(format!(
+                "seq {} (instance {}): the attempt failed for good: {}, by design: {designed}",
+                handled.seq, handled.run, handled.for_good
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Inside one batch, a key's events come in seq order (each batch attempt's positions).
+fn batch_key_order(history: &History) -> Result<(), Violation> {
+    let mut last: HashMap<(u64, &str), (usize, i64)> = HashMap::new();
+    for handled in &history.handled {
+        let (Some((id, position)), Some(key)) = (handled.batch, handled.key.as_deref()) else {
+            continue;
+        };
+        if let Some((before, seq)) = last.insert((id, key), (position, handled.seq)) {
+            if before > position || seq > handled.seq {
+                return Err(Violation(format!(
+                    "key {key}, batch {id}: seq {seq} at {before} came before seq {} at {position}",
+                    handled.seq
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Within one instance, a key's events are handled one after the other in seq order:
 /// every attempt on an event starts after every attempt on the key's earlier events
-/// finished.
+/// finished, except the attempts of one batch, which run together (their order inside the
+/// batch is [`batch_key_order`]'s).
 fn handler_key_order(history: &History) -> Result<(), Violation> {
     type Spans = BTreeMap<i64, (std::time::Instant, std::time::Instant)>;
+    let mut together: HashSet<(i64, i64)> = HashSet::new();
+    let mut by_batch: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    for handled in &history.handled {
+        if let Some((id, _)) = handled.batch {
+            by_batch.entry(id).or_default().push(handled.seq);
+        }
+    }
+    for seqs in by_batch.values() {
+        for a in seqs {
+            for b in seqs {
+                together.insert((*a, *b));
+            }
+        }
+    }
     let mut by_key: BTreeMap<(usize, &str), Spans> = BTreeMap::new();
     for handled in &history.handled {
         let Some(key) = handled.key.as_deref() else {
@@ -149,7 +210,7 @@ fn handler_key_order(history: &History) -> Result<(), Violation> {
             spans.into_iter().collect();
         for pair in spans.windows(2) {
             let ((earlier, (_, finished)), (later, (started, _))) = (pair[0], pair[1]);
-            if started < finished {
+            if started < finished && !together.contains(&(earlier, later)) {
                 return Err(Violation(format!(
                     "key {key}, instance {run}: the handler started seq {later} before it was \
                      done with seq {earlier}"

@@ -97,6 +97,8 @@ pub struct Schedule {
     pub flush_each_ack: bool,
     /// Whether an executor handler runs on the topic (see `handlers.rs`).
     pub handler: bool,
+    /// When the handler is a batch handler: its most events per batch.
+    pub handler_batch: Option<usize>,
     /// The operations, in order.
     pub ops: Vec<Op>,
 }
@@ -111,12 +113,21 @@ impl Schedule {
         let handler = random.below(2) == 0;
         let length = 30 + random.below(30) as usize;
         let ops = (0..length).map(|_| draw(&mut random)).collect();
+        // From a stream of its own, so that the rest of a seed's schedule stays what it was
+        // before batch handlers were drawn (the regression seeds name schedules).
+        let mut batches = Random::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let handler_batch = match batches.below(4) {
+            0 => Some(2),
+            1 => Some(7),
+            _ => None,
+        };
         Self {
             seed,
             partitions,
             sealed,
             flush_each_ack,
             handler,
+            handler_batch: handler_batch.filter(|_| handler),
             ops,
         }
     }

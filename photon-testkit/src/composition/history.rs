@@ -61,6 +61,12 @@ pub struct Handled {
     pub behaviour: super::handlers::Behaviour,
     /// Whether the attempt succeeded.
     pub succeeded: bool,
+    /// Whether the attempt failed for good (its event is dead-lettered, not retried): it
+    /// failed for good itself, or (a batch handler) a batch-mate did.
+    pub for_good: bool,
+    /// The batch attempt it was part of (an id unique in the schedule) and its position
+    /// in that batch; `None` for a single-event handler.
+    pub batch: Option<(u64, usize)>,
     /// When the attempt started.
     pub started: Instant,
     /// When it finished.
@@ -84,6 +90,8 @@ pub struct History {
     pub group_gaps: Vec<(i64, i64)>,
     /// Whether the schedule ran an executor handler.
     pub handler: bool,
+    /// The batch size of the handler when it is a batch handler.
+    pub handler_batch: Option<usize>,
     /// Every finished attempt of the executor handler.
     pub handled: Vec<Handled>,
     /// The seqs of the dead letters the handler left, as listed at the end (`None` on a

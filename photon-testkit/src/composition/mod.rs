@@ -9,7 +9,8 @@
 //! aborted; retention (`truncate_before`); restarts of the port (everything dropped and
 //! the port opened again); and, in half the schedules, an executor handler on the topic
 //! that is fast, slow, fails once or fails for good depending on the publishing operation
-//! ([`Behaviour`]). [`run`] plays a schedule on a port, records everything it saw
+//! ([`Behaviour`]); in some of those a batch handler (batches of 2 or 7 events), which
+//! fails, once or for good, with any of its events. [`run`] plays a schedule on a port, records everything it saw
 //! in a [`History`], drains every consumer at the end, and [`check`] holds the history to
 //! one model, the same for every port:
 //!
@@ -23,10 +24,11 @@
 //!   later lease of its partition;
 //! - a subscription's stored checkpoint never moves backwards;
 //! - the executor handler succeeds on every stored event or leaves a dead letter for it
-//!   (only when it failed for good), never both; an event is attempted again after its
-//!   success only in a later instance and only when an earlier event was unfinished when
-//!   the instance stopped (the documented bound of a graceful shutdown); a key's events
-//!   are handled one after the other in seq order;
+//!   (only when it, or a batch-mate, failed for good), never both; an event is attempted
+//!   again after its success only in a later instance and only when an earlier event was
+//!   unfinished when the instance stopped (the documented bound of a graceful shutdown); a key's events
+//!   are handled one after the other in seq order (a batch's together, in seq order
+//!   inside it);
 //! - every operation finishes within its bound (no hang).
 //!
 //! A failing schedule is shrunk ([`shrink`]: operations are removed while it still fails)

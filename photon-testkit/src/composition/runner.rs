@@ -114,6 +114,7 @@ async fn play_schedule(
         ..History::default()
     };
     history.handler = schedule.handler;
+    history.handler_batch = schedule.handler_batch;
     let (photon, port) = match instance(factory, schedule).await {
         Ok(opened) => opened,
         Err(err) => {
@@ -493,6 +494,7 @@ impl World<'_> {
             &self.photon,
             &durable,
             &self.topic,
+            self.schedule.handler_batch,
             self.instance_run,
             &self.handler_log,
         ) {
@@ -522,11 +524,14 @@ impl World<'_> {
             self.trace(
                 usize::MAX,
                 format!(
-                    "handler (instance {}) at {at:?}: seq {} {:?} {:?} {}",
+                    "handler (instance {}) at {at:?}: seq {} {:?} {:?}{} {}",
                     handled.run,
                     handled.seq,
                     handled.key,
                     handled.behaviour,
+                    handled
+                        .batch
+                        .map_or(String::new(), |(id, at)| format!(" in batch {id} at {at}")),
                     if handled.succeeded {
                         "succeeded"
                     } else {
@@ -553,7 +558,7 @@ impl World<'_> {
             let handled = self.handler_log.handled();
             let done: std::collections::HashSet<i64> = handled
                 .iter()
-                .filter(|h| h.succeeded || h.behaviour == handlers::Behaviour::Fails)
+                .filter(|h| h.succeeded || h.for_good)
                 .map(|h| h.seq)
                 .collect();
             let missing: Vec<i64> = self
