@@ -389,6 +389,18 @@ pub(crate) mod tests {
     use super::expand;
 
     /// The error of expanding `#[subscribe(attr)]` on `item` (the transactional tests too).
+    /// The expansion of a plain durable handler, `bill(order: Order)` as `billing`.
+    fn plain_billing() -> String {
+        expand(
+            quote!(durable = "billing"),
+            quote!(
+                async fn bill(order: Order) {}
+            ),
+        )
+        .unwrap()
+        .to_string()
+    }
+
     pub(crate) fn error(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
         crate::expansion_error(expand(attr, item))
     }
@@ -548,14 +560,7 @@ pub(crate) mod tests {
         ] {
             assert!(expanded.contains(expected), "{expected} in {expanded}");
         }
-        let plain = expand(
-            quote!(durable = "billing"),
-            quote!(
-                async fn bill(order: Order) {}
-            ),
-        )
-        .unwrap()
-        .to_string();
+        let plain = plain_billing();
         assert!(
             plain.contains("timeout : :: core :: option :: Option :: None"),
             "{plain}"
@@ -624,14 +629,7 @@ pub(crate) mod tests {
         ] {
             assert!(expanded.contains(expected), "{expected} in {expanded}");
         }
-        let single = expand(
-            quote!(durable = "billing"),
-            quote!(
-                async fn bill(order: Order) {}
-            ),
-        )
-        .unwrap()
-        .to_string();
+        let single = plain_billing();
         assert!(
             single.contains("batch : :: core :: option :: Option :: None"),
             "{single}"

@@ -6,19 +6,22 @@
 //!
 //! Tests wait on what the handler reports (channels), never on sleeps.
 
+mod executor_support;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use executor_support::fast_retries;
 use photon_backend_nats::NatsStoragePort;
 use photon_backend_sqlite::SqliteStoragePort;
 use photon_core::mem::MemStoragePort;
 use photon_core::StoragePort;
-use photon_runtime::executor::{BatchPolicy, Context, State};
+use photon_runtime::executor::{BatchPolicy, Context, Executor, State};
 use photon_runtime::{
-    Event, ExecutorConfig, HandlerOptions, Photon, PhotonError, RetryPolicy, TransportCrypto,
-    TypedEvent, TypedTopic,
+    Event, ExecutorConfig, HandlerOptions, Photon, PhotonError, TransportCrypto, TypedEvent,
+    TypedTopic,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -72,15 +75,6 @@ async fn backends() -> Vec<Backend> {
         Err(err) => photon_testkit::skip_or_fail("nats", &format!("NATS at {url}: {err}")),
     }
     backends
-}
-
-/// Retries without waiting.
-fn fast_retries(attempts: u32) -> RetryPolicy {
-    RetryPolicy::default()
-        .max_attempts(attempts)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1))
-        .jitter(0.0)
 }
 
 /// A `Photon` on `port` (a restart is another one on the same port).
@@ -141,6 +135,26 @@ fn reporting(
     }
 }
 
+/// Starts a batch handler that reports each batch's positions on `batches`.
+fn start_reporting(
+    photon: &Photon,
+    options: HandlerOptions,
+    policy: BatchPolicy,
+    batches: mpsc::UnboundedSender<Vec<(String, i64)>>,
+) -> Executor {
+    photon
+        .executor()
+        .batch_handler(options, policy, reporting(batches))
+        .start()
+        .unwrap()
+}
+
+/// Waits until `executor` is idle, then stops it.
+async fn settle(executor: Executor) {
+    executor.wait_idle().await.unwrap();
+    executor.shutdown().await.unwrap();
+}
+
 async fn next_batch(
     batches: &mut mpsc::UnboundedReceiver<Vec<(String, i64)>>,
 ) -> Vec<(String, i64)> {
@@ -172,15 +186,12 @@ async fn full_batches_hold_the_events_in_read_order_up_to_max() {
         let photon = photon_on(&backend.port);
         let published = publish(&photon, "orders", 12, 3).await;
         let (sender, mut batches) = mpsc::unbounded_channel();
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("audit", "orders"),
-                BatchPolicy::new(4, NEVER),
-                reporting(sender),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("audit", "orders"),
+            BatchPolicy::new(4, NEVER),
+            sender,
+        );
         let received = batches_of(&mut batches, 12).await;
         let sizes: Vec<usize> = received.iter().map(Vec::len).collect();
         assert_eq!(sizes, vec![4, 4, 4], "{}: {received:?}", backend.name);
@@ -191,8 +202,7 @@ async fn full_batches_hold_the_events_in_read_order_up_to_max() {
         } else {
             assert_eq!(all, published, "{}", backend.name);
         }
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
     }
 }
 
@@ -202,15 +212,12 @@ async fn the_wait_flushes_a_partial_batch() {
         let photon = photon_on(&backend.port);
         let published = publish(&photon, "clicks", 3, 1).await;
         let (sender, mut batches) = mpsc::unbounded_channel();
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("counter", "clicks"),
-                BatchPolicy::new(100, Duration::from_millis(50)),
-                reporting(sender),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("counter", "clicks"),
+            BatchPolicy::new(100, Duration::from_millis(50)),
+            sender,
+        );
         assert_eq!(
             next_batch(&mut batches).await,
             published,
@@ -220,8 +227,7 @@ async fn the_wait_flushes_a_partial_batch() {
         // A later event makes a batch of its own, after its own wait.
         let later = publish(&photon, "clicks", 1, 1).await;
         assert_eq!(next_batch(&mut batches).await, later, "{}", backend.name);
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
     }
 }
 
@@ -252,35 +258,27 @@ async fn a_failed_batch_is_delivered_again_whole_and_a_handled_one_never() {
         // Restart: the whole batch again, then it is acknowledged.
         let photon = photon_on(&backend.port);
         let (sender, mut batches) = mpsc::unbounded_channel();
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("ledger", "payments"),
-                BatchPolicy::new(4, NEVER),
-                reporting(sender.clone()),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("ledger", "payments"),
+            BatchPolicy::new(4, NEVER),
+            sender.clone(),
+        );
         assert_eq!(next_batch(&mut batches).await, first, "{}", backend.name);
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
         drop(photon);
 
         // Restart again: only what is new.
         let photon = photon_on(&backend.port);
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("ledger", "payments"),
-                BatchPolicy::new(4, Duration::from_millis(20)),
-                reporting(sender),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("ledger", "payments"),
+            BatchPolicy::new(4, Duration::from_millis(20)),
+            sender,
+        );
         let new = publish(&photon, "payments", 1, 1).await;
         assert_eq!(next_batch(&mut batches).await, new, "{}", backend.name);
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
     }
 }
 
@@ -344,15 +342,12 @@ async fn each_key_keeps_its_order_across_batches_published_while_running() {
     for backend in backends().await {
         let photon = photon_on(&backend.port);
         let (sender, mut batches) = mpsc::unbounded_channel();
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("tracker", "moves"),
-                BatchPolicy::new(5, Duration::from_millis(5)),
-                reporting(sender),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("tracker", "moves"),
+            BatchPolicy::new(5, Duration::from_millis(5)),
+            sender,
+        );
         let published = publish(&photon, "moves", 60, 4).await;
         let received = batches_of(&mut batches, 60).await;
         assert!(received.iter().all(|batch| (1..=5).contains(&batch.len())));
@@ -362,8 +357,7 @@ async fn each_key_keeps_its_order_across_batches_published_while_running() {
             "{}",
             backend.name
         );
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
     }
 }
 
@@ -475,15 +469,12 @@ async fn a_group_member_handles_its_share_in_batches() {
         let photon = photon_on(&backend.port);
         let published = publish(&photon, "parcels", 20, 4).await;
         let (sender, mut batches) = mpsc::unbounded_channel();
-        let executor = photon
-            .executor()
-            .batch_handler(
-                HandlerOptions::new("packers", "parcels").group("packers"),
-                BatchPolicy::new(8, Duration::from_millis(20)),
-                reporting(sender),
-            )
-            .start()
-            .unwrap();
+        let executor = start_reporting(
+            &photon,
+            HandlerOptions::new("packers", "parcels").group("packers"),
+            BatchPolicy::new(8, Duration::from_millis(20)),
+            sender,
+        );
         let received = batches_of(&mut batches, 20).await;
         assert!(received.iter().all(|batch| batch.len() <= 8));
         assert_eq!(
@@ -493,8 +484,7 @@ async fn a_group_member_handles_its_share_in_batches() {
             backend.name
         );
         // The group's committed positions cover every event.
-        executor.wait_idle().await.unwrap();
-        executor.shutdown().await.unwrap();
+        settle(executor).await;
     }
 }
 

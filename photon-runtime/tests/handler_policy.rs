@@ -8,20 +8,14 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_support::{first_handler_outcomes, publish_one_and_settle, retrying_at_once};
+use executor_support::{
+    fast_retries, first_handler_outcomes, publish_one_and_settle, retrying_at_once,
+};
 use photon_runtime::executor::{HandlerRequest, HandlerService};
 use photon_runtime::{Event, ExecutorConfig, HandlerOptions, Photon, PhotonError, RetryPolicy};
 use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use tower::ServiceExt;
-
-fn fast_retries(attempts: u32) -> RetryPolicy {
-    RetryPolicy::default()
-        .max_attempts(attempts)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1))
-        .jitter(0.0)
-}
 
 /// A handler that counts its calls and always fails with a retryable error.
 fn failing(

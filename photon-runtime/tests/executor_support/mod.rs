@@ -12,7 +12,7 @@ use photon_core::{
     Appended, CheckpointKey, Event, Record, RecordDraft, RecordStream, Result, StorageCapabilities,
     StoragePort, SubscribeRequest,
 };
-use photon_runtime::{Executor, ExecutorConfig, Photon, PhotonError};
+use photon_runtime::{Executor, ExecutorConfig, Photon, PhotonError, RetryPolicy};
 use serde_json::json;
 
 /// Publishes `count` events round-robin over `keys` keys (`k0`, `k1`, ...); returns the
@@ -33,6 +33,16 @@ pub async fn publish_round_robin(
         by_key.entry(key).or_default().push(seq);
     }
     by_key
+}
+
+/// A handler's retry policy that retries at once (1 ms backoff, no jitter), `attempts`
+/// attempts per event.
+pub fn fast_retries(attempts: u32) -> RetryPolicy {
+    RetryPolicy::default()
+        .max_attempts(attempts)
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(1))
+        .jitter(0.0)
 }
 
 /// An executor config that retries at once (1 ms backoff, no jitter), `max_attempts`
