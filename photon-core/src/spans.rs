@@ -6,7 +6,7 @@
 //! | `photon.publish` | debug | backend, topic, key, seq, event_id, error | one `EventStore::publish` (`Photon::publish`, dead letters too): validation, sealing and the append; `seq` and `event_id` are recorded once stored |
 //! | `photon.publish_batch` | debug | backend, events, error | one `EventStore::publish_batch` (`Photon::publish_batch`): validation and sealing of every event and the one `append_batch` |
 //! | `photon.deliver` | debug | backend, topic, key, seq, event_id, subscription or group, error | one record handed out: on a durable or group subscription stream, opening it; in the executor, from reading it until it is finished (handled or dead-lettered), with its attempts as children |
-//! | `photon.handle` | info | handler, topic, key, seq, event_id, subscription or group, attempt, error | one executor handler attempt (`attempt` counts from 1); the handler's future runs inside it |
+//! | `photon.handle` | info | handler, topic, key, seq, event_id, batch_size, subscription or group, attempt, error | one executor handler attempt (`attempt` counts from 1); the handler's future runs inside it; a batch handler's attempt has `batch_size`, no `key`, and the `seq`, `event_id` and trace of the batch's first event |
 //!
 //! A field without a value (no key, `subscription` on a group consumer) is left out. An
 //! error is recorded as the span's `error` field and an ERROR event inside the span.
