@@ -20,41 +20,51 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use photon_core::raw::cursor::PageRead;
+use photon_core::raw::sql::SqlPages;
 use photon_core::Result;
 
 use crate::error::{pg_error, pool_error};
+use crate::port::PostgresStoragePort;
 use crate::{gap, page};
 
 /// Pause of a subscription after a failed read before the next one.
 pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(200);
 
-/// The next page of `topic` (and `key`) after `after`, or the gap in front of it (one
-/// pooled connection).
-///
-/// Seqs are dense, so a whole-topic page starting right after `after` has no gap in
-/// front of it; only other pages cost a second query to look for one.
-pub(crate) async fn read_page(
-    pool: &Pool,
-    topic: &str,
-    key: Option<&str>,
-    after: i64,
-    limit: usize,
-) -> Result<PageRead> {
-    let what = format!("read topic {topic:?}");
-    let client = pool.get().await.map_err(|e| pool_error(&what, e))?;
-    let (page, first) = page::read_page(&client, topic, key, after, limit)
-        .await
-        .map_err(|e| pg_error(&what, e))?;
-    if key.is_none() && first == Some(after + 1) {
-        return Ok(PageRead::Page(page));
+#[async_trait]
+impl SqlPages for PostgresStoragePort {
+    type Reader = Pool;
+
+    fn reader(&self) -> Pool {
+        self.pool().clone()
     }
-    match gap::find_gap(&client, topic, after)
-        .await
-        .map_err(|e| pg_error(&what, e))?
-    {
-        Some((from, to)) => Ok(PageRead::Gap { from, to }),
-        None => Ok(PageRead::Page(page)),
+
+    /// One pooled connection. Seqs are dense, so a whole-topic page starting right after
+    /// `after` has no gap in front of it; only other pages cost a second query to look for
+    /// one.
+    async fn read_page(
+        pool: &Pool,
+        topic: &str,
+        key: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<PageRead> {
+        let what = format!("read topic {topic:?}");
+        let client = pool.get().await.map_err(|e| pool_error(&what, e))?;
+        let (page, first) = page::read_page(&client, topic, key, after, limit)
+            .await
+            .map_err(|e| pg_error(&what, e))?;
+        if key.is_none() && first == Some(after + 1) {
+            return Ok(PageRead::Page(page));
+        }
+        match gap::find_gap(&client, topic, after)
+            .await
+            .map_err(|e| pg_error(&what, e))?
+        {
+            Some((from, to)) => Ok(PageRead::Gap { from, to }),
+            None => Ok(PageRead::Page(page)),
+        }
     }
 }

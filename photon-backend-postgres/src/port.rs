@@ -7,7 +7,6 @@ use std::convert::Infallible;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use photon_core::group::GroupCoordination;
-use photon_core::raw::cursor::PageRead;
 use photon_core::raw::sql::{SqlPort, SqlSettings};
 use photon_core::raw::wake::CommitWakers;
 use photon_core::{CheckpointKey, Result};
@@ -177,7 +176,6 @@ impl SqlPort for PostgresStoragePort {
     type Across = Option<Across>;
     type Own = Infallible;
     type Weak = Weak<Inner>;
-    type Reader = Pool;
 
     fn settings(&self) -> SqlSettings {
         let config = &self.inner.config;
@@ -208,20 +206,6 @@ impl SqlPort for PostgresStoragePort {
 
     fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
         weak.upgrade().map(|inner| Self { inner })
-    }
-
-    fn reader(&self) -> Pool {
-        self.inner.pool.clone()
-    }
-
-    async fn read_page(
-        pool: &Pool,
-        topic: &str,
-        key: Option<&str>,
-        after: i64,
-        limit: usize,
-    ) -> Result<PageRead> {
-        consumer::read_page(pool, topic, key, after, limit).await
     }
 
     async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {

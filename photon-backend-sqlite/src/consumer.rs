@@ -18,24 +18,37 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use photon_core::raw::cursor::PageRead;
+use photon_core::raw::sql::SqlPages;
 use photon_core::Result;
 
 use crate::page;
+use crate::port::SqliteStoragePort;
 use crate::reader::Readers;
 
-/// The next page of `topic` (and `key`) after `after`, or the gap in front of it: one read
-/// connection, one trip to the blocking pool.
-pub(crate) async fn read_page(
-    readers: &Arc<Readers>,
-    topic: &str,
-    key: Option<&str>,
-    after: i64,
-    limit: usize,
-) -> Result<PageRead> {
-    let topic = topic.to_owned();
-    let key = key.map(str::to_owned);
-    readers
-        .read(move |connection| page::read_after(connection, &topic, key.as_deref(), after, limit))
-        .await
+#[async_trait]
+impl SqlPages for SqliteStoragePort {
+    type Reader = Arc<Readers>;
+
+    fn reader(&self) -> Arc<Readers> {
+        Arc::clone(self.readers())
+    }
+
+    /// One read connection, one trip to the blocking pool.
+    async fn read_page(
+        readers: &Arc<Readers>,
+        topic: &str,
+        key: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<PageRead> {
+        let topic = topic.to_owned();
+        let key = key.map(str::to_owned);
+        readers
+            .read(move |connection| {
+                page::read_after(connection, &topic, key.as_deref(), after, limit)
+            })
+            .await
+    }
 }

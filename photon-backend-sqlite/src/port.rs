@@ -5,12 +5,12 @@ use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use photon_core::group::GroupCoordination;
-use photon_core::raw::cursor::PageRead;
 use photon_core::raw::sql::error::writer_gone;
 use photon_core::raw::sql::{SqlPort, SqlSettings};
 use photon_core::raw::wake::CommitWakers;
 use photon_core::{CheckpointKey, PhotonError, Result};
 
+use crate::checkpoint;
 use crate::config::{SqliteConfig, SqliteStoragePortBuilder};
 use crate::error::LABEL;
 use crate::group::SqliteCoordination;
@@ -18,7 +18,6 @@ use crate::reader::Readers;
 use crate::schema::open_writer;
 use crate::transaction::TransactionWork;
 use crate::writer::{Command, Writer};
-use crate::{checkpoint, consumer};
 
 /// Durable storage in one SQLite file (WAL mode), shareable by several processes.
 ///
@@ -150,7 +149,6 @@ impl SqlPort for SqliteStoragePort {
     type Across = ();
     type Own = TransactionWork;
     type Weak = Weak<Inner>;
-    type Reader = Arc<Readers>;
 
     fn settings(&self) -> SqlSettings {
         let config = &self.inner.config;
@@ -183,20 +181,6 @@ impl SqlPort for SqliteStoragePort {
 
     fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
         weak.upgrade().map(|inner| Self { inner })
-    }
-
-    fn reader(&self) -> Arc<Readers> {
-        Arc::clone(&self.inner.readers)
-    }
-
-    async fn read_page(
-        readers: &Arc<Readers>,
-        topic: &str,
-        key: Option<&str>,
-        after: i64,
-        limit: usize,
-    ) -> Result<PageRead> {
-        consumer::read_page(readers, topic, key, after, limit).await
     }
 
     async fn stored_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {

@@ -3,7 +3,8 @@
 //! A SQL port stores a topic's records as rows with dense per-topic seqs, commits writes
 //! through a writer that group-commits [`Command`]s, and reads in pages. The port
 //! implements [`SqlPort`] (its connections and statements), [`SqlQueries`] (reads by id,
-//! by topic, newest first, a head) and [`SqlCatalog`] (listings); the kit's
+//! by topic, newest first, a head), [`SqlCatalog`] (listings) and [`SqlPages`] (a
+//! subscription's page reads); the kit's
 //! [`StoragePort`](crate::StoragePort) implementation does the rest: encoding drafts,
 //! asking the writer and waiting for its commit, subscriptions that read pages and wake on
 //! commits, checkpoint writes, truncation, capabilities and consumer groups.
@@ -23,4 +24,4 @@ pub mod settings;
 mod subscription;
 
 pub use command::{Command, Outcome, Reply, Write};
-pub use port::{ask, SqlCatalog, SqlPort, SqlQueries, SqlSettings};
+pub use port::{ask, SqlCatalog, SqlPages, SqlPort, SqlQueries, SqlSettings};

@@ -9,10 +9,10 @@
 //! and the batches holding a key's events run in order; the retry loop, dead letters and
 //! group fencing are the single-event handler's (`retry`, `dispatch`).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
 use photon_core::group::Ownership;
 use photon_core::{Event, PhotonError, RecordStream, Result};
@@ -578,15 +578,14 @@ impl Attempts for BatchAttempt<'_> {
         subscription: &'a Subscription,
         attempt: u32,
         partition: Option<u32>,
-    ) -> BoxFuture<'a, Result<()>> {
+    ) -> impl Future<Output = Result<()>> + Send + 'a {
         let call = Call {
             event: &self.events[0],
             attempt,
             partition,
             resources: &subscription.resources,
         };
-        let future = guarded(move || (self.call.call)(&self.events, &call));
-        Box::pin(future)
+        guarded(move || (self.call.call)(&self.events, &call))
     }
 
     fn describe(&self) -> String {

@@ -1,10 +1,10 @@
-//! Running one event (or one batch) through its handler: attempts, exponential backoff with jitter, and
-//! panics turned into failures.
+//! Running one event (or one batch) through its handler: attempts, exponential backoff
+//! with jitter, and panics turned into failures.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use futures::FutureExt;
 use photon_core::group::Ownership;
 use photon_core::{Event, PhotonError};
@@ -151,7 +151,7 @@ pub(crate) trait Attempts {
         subscription: &'a Subscription,
         attempt: u32,
         partition: Option<u32>,
-    ) -> BoxFuture<'a, Result<(), PhotonError>>;
+    ) -> impl Future<Output = Result<(), PhotonError>> + Send + 'a;
 
     /// What was attempted, for messages: `orders seq 3`.
     fn describe(&self) -> String;
@@ -175,19 +175,19 @@ impl Attempts for Event {
         subscription: &'a Subscription,
         attempt_number: u32,
         partition: Option<u32>,
-    ) -> BoxFuture<'a, Result<(), PhotonError>> {
+    ) -> impl Future<Output = Result<(), PhotonError>> + Send + 'a {
         let call = Call {
             event: self,
             attempt: attempt_number,
             partition,
             resources: &subscription.resources,
         };
-        let registration = &subscription.registration;
-        Box::pin(attempt(
-            &registration.handler,
+        // Not boxed: this is every event's path.
+        attempt(
+            &subscription.registration.handler,
             subscription.layered.as_ref(),
             call,
-        ))
+        )
     }
 
     fn describe(&self) -> String {

@@ -1,8 +1,8 @@
 //! The traits a SQL port implements, and the [`StoragePort`] the kit implements over them.
 //!
-//! A port implements [`SqlPort`] (its writer, its connections for page reads, checkpoint
-//! loads), [`SqlQueries`] and [`SqlCatalog`]; every [`StoragePort`] method is then this
-//! module's, so that no two SQL ports write one of them twice.
+//! A port implements [`SqlPort`] (its writer, checkpoint loads), [`SqlQueries`],
+//! [`SqlCatalog`] and [`SqlPages`] (its page reads); every [`StoragePort`] method is then
+//! this module's, so that no two SQL ports write one of them twice.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub struct SqlSettings {
 
 /// A SQL port's writer and connections: what the kit's [`StoragePort`] needs of it.
 #[async_trait]
-pub trait SqlPort: SqlQueries + SqlCatalog + Clone + Send + Sync + 'static {
+pub trait SqlPort: SqlQueries + SqlCatalog + SqlPages + Clone + Send + Sync + 'static {
     /// The port's label in logs, metrics and errors.
     const LABEL: &'static str;
     /// What a caller's batch carries for the port's writer (see [`Command`]).
@@ -49,8 +49,6 @@ pub trait SqlPort: SqlQueries + SqlCatalog + Clone + Send + Sync + 'static {
     type Own: Debug + Send + 'static;
     /// A handle that does not keep the port (and its writer) alive.
     type Weak: Send + Sync + 'static;
-    /// What a subscription reads pages with (a pool of connections).
-    type Reader: Send + Sync + 'static;
 
     /// The settings the kit reads.
     fn settings(&self) -> SqlSettings;
@@ -72,22 +70,6 @@ pub trait SqlPort: SqlQueries + SqlCatalog + Clone + Send + Sync + 'static {
 
     /// The port of a weak handle, while any clone of it lives.
     fn upgrade(weak: &Self::Weak) -> Option<Self>;
-
-    /// What a subscription reads pages with.
-    fn reader(&self) -> Self::Reader;
-
-    /// The next page of `topic` (and `key`) after `after`, at most `limit` records, or the
-    /// gap in front of it (see [`super::gap`]).
-    ///
-    /// # Errors
-    /// The read's error; the subscription yields it and reads again after a pause.
-    async fn read_page(
-        reader: &Self::Reader,
-        topic: &str,
-        key: Option<&str>,
-        after: i64,
-        limit: usize,
-    ) -> Result<PageRead>;
 
     /// The stored seq of a checkpoint.
     ///
@@ -134,6 +116,29 @@ pub trait SqlQueries {
     /// # Errors
     /// The read's error.
     async fn head(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>>;
+}
+
+/// A subscription's page reads, on a handle that does not keep the port alive.
+#[async_trait]
+pub trait SqlPages {
+    /// What a subscription reads pages with (a pool of connections).
+    type Reader: Send + Sync + 'static;
+
+    /// What a subscription reads pages with.
+    fn reader(&self) -> Self::Reader;
+
+    /// The next page of `topic` (and `key`) after `after`, at most `limit` records, or the
+    /// gap in front of it (see [`super::gap`]).
+    ///
+    /// # Errors
+    /// The read's error; the subscription yields it and reads again after a pause.
+    async fn read_page(
+        reader: &Self::Reader,
+        topic: &str,
+        key: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<PageRead>;
 }
 
 /// Listings: the topics and the stored checkpoints.
