@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use photon_core::group::{
-    partition_of, Claim, GroupOptions, GroupScope, HeldLease, DEFAULT_PARTITIONS,
+    owner_name, partition_of, Claim, GroupOptions, GroupScope, HeldLease, DEFAULT_PARTITIONS,
 };
 use photon_core::{DeliveryStream, GroupCoordination, GroupRequest, PhotonError, StartAt};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::context::{assert_quiet, take_exact, Context, DEADLINE};
-use crate::scenarios::publish_keyed;
+use crate::scenarios::{publish_keyed, publish_over};
 
 /// What members of one group handled, in handling order: `(member, key, i)`.
 type Log = Arc<Mutex<Vec<(usize, String, i64)>>>;
@@ -86,6 +86,119 @@ async fn wait_for(log: &Log, count: usize) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
+/// The partition count of `topic` for a group: the store's shards where it dictates them.
+fn partition_count(port: &Arc<dyn photon_core::StoragePort>, topic: &str) -> u32 {
+    coordination(port)
+        .topic_partitions(topic)
+        .unwrap_or(DEFAULT_PARTITIONS)
+}
+
+/// Waits until the partitions of `group` (as [`join`] names it) on `topic` are split
+/// between `members` (their indexes in [`join`]): every partition under a live lease of one
+/// of them, each with at least its even share. Returns each member's partitions, in the
+/// order of `members`. A scenario publishes only after this, so that what it asserts
+/// about shares does not depend on how fast the members joined.
+///
+/// # Panics
+/// When the split is not reached within [`DEADLINE`].
+async fn split_between(
+    ctx: &Context,
+    port: &Arc<dyn photon_core::StoragePort>,
+    group: &str,
+    topic: &str,
+    members: &[usize],
+) -> Vec<HashSet<u32>> {
+    let coordination = coordination(port);
+    let scope = GroupScope::new(ctx.subscription(group), topic);
+    let partitions = partition_count(port, topic);
+    let fair = partitions as usize / members.len();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let leases = coordination.leases(&scope).await.unwrap();
+        let owned: Vec<HashSet<u32>> = members
+            .iter()
+            .map(|member| {
+                let name = format!("member-{member}");
+                leases
+                    .iter()
+                    .filter(|lease| lease.live && owner_name(&lease.owner) == name)
+                    .map(|lease| lease.partition)
+                    .collect()
+            })
+            .collect();
+        let held: usize = owned.iter().map(HashSet::len).sum();
+        if held == partitions as usize && owned.iter().all(|own| own.len() >= fair) {
+            return owned;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "group {group} on {topic}: partitions not split between members {members:?} within {DEADLINE:?}: {leases:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until no lease of `group` on `topic` is live: the members left, each after
+/// committing its position.
+///
+/// # Panics
+/// When a lease is still live after [`DEADLINE`].
+async fn all_released(
+    ctx: &Context,
+    port: &Arc<dyn photon_core::StoragePort>,
+    group: &str,
+    topic: &str,
+) {
+    let coordination = coordination(port);
+    let scope = GroupScope::new(ctx.subscription(group), topic);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let leases = coordination.leases(&scope).await.unwrap();
+        if leases.iter().all(|lease| !lease.live) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "group {group} on {topic}: leases still live after the members left: {leases:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `per_member` key names for each of the given partition sets, each key living in its
+/// set's partitions: so every member of a split has events of its own.
+fn keys_in(owned: &[HashSet<u32>], partitions: u32, per_member: usize) -> Vec<String> {
+    let mut keys = Vec::new();
+    for partitions_of_member in owned {
+        let before = keys.len();
+        keys.extend(
+            (0..100_000)
+                .map(|j| format!("k{j}"))
+                .filter(|key| {
+                    partitions_of_member.contains(&partition_of(Some(key), 0, partitions))
+                })
+                .take(per_member),
+        );
+        assert_eq!(
+            keys.len() - before,
+            per_member,
+            "keys for {partitions_of_member:?}"
+        );
+    }
+    keys
+}
+
+/// Waits for a member's task (one that stops after a number of events) to finish.
+///
+/// # Panics
+/// When it does not finish within [`DEADLINE`] or panicked.
+async fn finished(member: JoinHandle<()>, what: &str) {
+    match tokio::time::timeout(DEADLINE, member).await {
+        Ok(result) => result.unwrap(),
+        Err(_) => panic!("{what} did not finish within {DEADLINE:?}"),
+    }
+}
+
 fn assert_per_key_order(log: &[(usize, String, i64)]) {
     let mut last: HashMap<&str, i64> = HashMap::new();
     for (_, key, i) in log {
@@ -118,8 +231,10 @@ pub async fn groups_share_work(ctx: Context) {
         red.clone(),
         None,
     ));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    publish_keyed(&store, &topic, 0..400, 20).await;
+    let blue_split = split_between(&ctx, &red_port, "blue", &topic, &[0, 1]).await;
+    split_between(&ctx, &red_port, "red", &topic, &[0]).await;
+    let keys = keys_in(&blue_split, partition_count(&red_port, &topic), 10);
+    publish_over(&store, &topic, 0..400, &keys).await;
     wait_for(&blue, 400).await;
     wait_for(&red, 400).await;
     for log in [&blue, &red] {
@@ -162,10 +277,12 @@ pub async fn group_member_leaves(ctx: Context) {
         Some(20),
     );
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    publish_keyed(&store, &topic, 0..300, 10).await;
+    // Half the keys live in the leaver's partitions: it has far more than its 20 to handle.
+    let split = split_between(&ctx, &port, "g", &topic, &[0, 1]).await;
+    let keys = keys_in(&split, partition_count(&port, &topic), 5);
+    publish_over(&store, &topic, 0..300, &keys).await;
     wait_for(&log, 300).await;
-    leaver.await.unwrap();
+    finished(leaver, "the member leaving after 20 events").await;
     let log = log.lock().unwrap();
     assert_eq!(log.len(), 300);
     let unique: HashSet<i64> = log.iter().map(|(_, _, i)| *i).collect();
@@ -193,8 +310,9 @@ pub async fn group_resumes_after_restart(ctx: Context) {
     )
     .await
     .unwrap();
-    // The member left: the group's position is flushed behind its last acknowledgement.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The member left: its leases go once the group's position is committed behind its
+    // last acknowledgement.
+    all_released(&ctx, &port, "resume", &topic).await;
     let reopened = ctx.store().await.port().clone();
     let second: Log = Default::default();
     let member = run_member(
@@ -253,14 +371,15 @@ pub async fn group_leave_hands_over_quickly(ctx: Context) {
         None,
     );
     let stayer = run_member(1, join(&ctx, &port, "g", 1, &topic), log.clone(), None);
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    publish_keyed(&store, &topic, 0..200, 16).await;
+    let split = split_between(&ctx, &port, "g", &topic, &[0, 1]).await;
+    let keys = keys_in(&split, partition_count(&port, &topic), 8);
+    publish_over(&store, &topic, 0..200, &keys).await;
     wait_for(&log, 200).await;
     let shares: HashSet<usize> = log.lock().unwrap().iter().map(|(m, _, _)| *m).collect();
     assert_eq!(shares.len(), 2, "both members had a share before the leave");
     leaver.abort();
     let left = tokio::time::Instant::now();
-    publish_keyed(&store, &topic, 200..300, 16).await;
+    publish_over(&store, &topic, 200..300, &keys).await;
     let deadline = left + DEADLINE;
     while log.lock().unwrap().len() < 300 {
         assert!(
@@ -331,25 +450,52 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         .find(|lease| lease.partition == partition)
         .expect("the member holds the partition's lease");
     assert!(held.live);
-    other
-        .release(&scope, lease(partition, &held.owner, held.epoch))
-        .await
-        .unwrap();
-    let intruder_epoch = other
-        .acquire(
-            &scope,
-            Claim {
-                partition,
-                owner: "intruder",
-                ttl: Duration::from_secs(60),
-            },
-        )
-        .await
-        .unwrap()
-        .expect("a released lease can be taken");
-    assert_eq!(intruder_epoch, held.epoch + 1);
-    // The member's next renewal (within one heartbeat) finds the lease gone.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The lease moves to an intruder: released under the holder's token, then taken. The
+    // member may take a free partition back between the two (its next rebalance), so the
+    // move is repeated, bounded, until the intruder holds it.
+    let mut current = (held.owner.clone(), held.epoch);
+    let mut intruder_epoch = None;
+    let mut retaken = false;
+    for _ in 0..50 {
+        other
+            .release(&scope, lease(partition, &current.0, current.1))
+            .await
+            .unwrap();
+        let claim = Claim {
+            partition,
+            owner: "intruder",
+            ttl: Duration::from_secs(60),
+        };
+        if let Some(epoch) = other.acquire(&scope, claim).await.unwrap() {
+            assert_eq!(
+                epoch,
+                current.1 + 1,
+                "an acquisition raises the epoch by one"
+            );
+            intruder_epoch = Some(epoch);
+            break;
+        }
+        let holder = other
+            .leases(&scope)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|lease| lease.partition == partition && lease.live)
+            .expect("a released lease the intruder could not take was taken back");
+        current = (holder.owner, holder.epoch);
+        retaken = true;
+    }
+    let intruder_epoch = intruder_epoch.expect("the intruder takes the lease within 50 tries");
+    // The member's next renewal (within one heartbeat) finds the lease gone; the delivery
+    // stops being current then.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while delivery.ack.current() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the member still counts the moved lease as its own after {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     match delivery.ack.ack().await {
         Err(PhotonError::Fenced {
             partition: p,
@@ -375,7 +521,17 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         .publish(&topic, Some("k0"), json!(null), json!({"i": 1}))
         .await
         .unwrap();
-    assert_quiet(&mut member, Duration::from_millis(800)).await;
+    // Nothing of the partition comes any more, except that an incarnation of the member
+    // which took the free lease back during the move may have handed the first event out
+    // again before it lost the lease in turn.
+    let quiet_until = tokio::time::Instant::now() + Duration::from_millis(800);
+    while let Ok(Some(item)) = tokio::time::timeout_at(quiet_until, member.next()).await {
+        let seq = item.map(|delivery| delivery.record.seq);
+        assert!(
+            retaken && matches!(seq, Ok(seq) if seq == first.seq),
+            "expected no more events from the moved partition, got {seq:?}"
+        );
+    }
     other
         .commit(
             &scope,
@@ -506,18 +662,20 @@ pub async fn group_member_takes_over_partitions(ctx: Context) {
         Duration::from_millis(20),
         Some(30),
     );
-    // Both members join and split the partitions before anything is published.
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Both members split the partitions before anything is published, and half the keys
+    // live in the leaver's: it leaves with events of its partitions still to hand over.
+    let split = split_between(&ctx, &port, "g", &topic, &[0, 1]).await;
+    let keys = keys_in(&split, partition_count(&port, &topic), 8);
     let mut published: Vec<(String, i64)> = Vec::new();
-    for i in 0..400 {
-        let key = format!("k{}", i % 16);
+    for i in 0..400_usize {
+        let key = keys[i % keys.len()].clone();
         let appended = store
             .publish(&topic, Some(&key), json!(null), json!({"i": i}))
             .await
             .unwrap();
         published.push((key, appended.seq));
     }
-    leaver.await.unwrap();
+    finished(leaver, "the member leaving after 30 events").await;
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while handled.lock().unwrap().len() < 400 {
         assert!(

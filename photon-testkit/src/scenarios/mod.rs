@@ -114,6 +114,11 @@ macro_rules! __photon_catalogue {
 
 crate::__photon_scenarios!(__photon_catalogue {});
 
+/// How long one scenario may run: each wait inside it is bounded by
+/// [`DEADLINE`](crate::context::DEADLINE), so a scenario still running after this is stuck
+/// on something unbounded, a defect to report rather than to wait out.
+pub const SCENARIO_BOUND: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Runs one scenario by name in a fresh namespace: the scenario itself when the port
 /// claims what it needs, else the refusal checks of the capabilities the port lacks.
 ///
@@ -133,8 +138,17 @@ pub async fn run_scenario(name: &str, factory: Arc<dyn PortFactory>) {
         .collect();
     if missing.is_empty() {
         // The port opened to read the capabilities is the scenario's first port.
+        let port_label = port.label();
         ctx.hand_back(port);
-        (scenario.run)(ctx).await;
+        if tokio::time::timeout(SCENARIO_BOUND, (scenario.run)(ctx))
+            .await
+            .is_err()
+        {
+            panic!(
+                "scenario {name} on {label} did not finish within {SCENARIO_BOUND:?}",
+                label = port_label
+            );
+        }
         return;
     }
     for capability in &missing {
@@ -156,7 +170,6 @@ pub async fn run_all(factory: Arc<dyn PortFactory>) {
     }
 }
 
-/// The event of a stream item, or a panic naming the error.
 /// Publishes the events `{"i": i}` for `i` in `range`, event `i` under key `k{i % keys}`.
 pub(crate) async fn publish_keyed(
     store: &photon_core::EventStore,
@@ -164,11 +177,23 @@ pub(crate) async fn publish_keyed(
     range: std::ops::Range<i64>,
     keys: i64,
 ) {
+    let keys: Vec<String> = (0..keys).map(|k| format!("k{k}")).collect();
+    publish_over(store, topic, range, &keys).await;
+}
+
+/// Publishes `{"i": i}` for each `i` of `range`, keyed `keys[i % keys.len()]`.
+pub(crate) async fn publish_over(
+    store: &photon_core::EventStore,
+    topic: &str,
+    range: std::ops::Range<i64>,
+    keys: &[String],
+) {
     for i in range {
+        let key = &keys[usize::try_from(i).expect("a non-negative i") % keys.len()];
         store
             .publish(
                 topic,
-                Some(&format!("k{}", i % keys)),
+                Some(key),
                 serde_json::json!(null),
                 serde_json::json!({"i": i}),
             )
