@@ -426,8 +426,9 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
     // A store that splits the topic itself (broker shards) dictates the partition count.
     let partitions = other.topic_partitions(&topic).unwrap_or(DEFAULT_PARTITIONS);
     let partition = partition_of(Some("k0"), first.seq, partitions);
+    let member_lease = Duration::from_millis(1500);
     let options = GroupOptions::new("a")
-        .lease(Duration::from_millis(1500))
+        .lease(member_lease)
         .heartbeat(Duration::from_millis(100));
     let mut member = photon_core::raw::group::join(
         port.clone(),
@@ -472,7 +473,7 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
                 current.1 + 1,
                 "an acquisition raises the epoch by one"
             );
-            intruder_epoch = Some(epoch);
+            intruder_epoch = Some((epoch, tokio::time::Instant::now()));
             break;
         }
         let holder = other
@@ -485,7 +486,8 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         current = (holder.owner, holder.epoch);
         retaken = true;
     }
-    let intruder_epoch = intruder_epoch.expect("the intruder takes the lease within 50 tries");
+    let (intruder_epoch, intruded) =
+        intruder_epoch.expect("the intruder takes the lease within 50 tries");
     // The member's next renewal (within one heartbeat) finds the lease gone; the delivery
     // stops being current then.
     let deadline = tokio::time::Instant::now() + DEADLINE;
@@ -517,13 +519,18 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         other.load_checkpoint(&scope, partition).await.unwrap(),
         None
     );
+    if retaken {
+        // An incarnation of the member took the free lease back during the move and has
+        // not necessarily renewed since: it counts the partition as its own until its
+        // local deadline, at most one lease after the intruder took it.
+        tokio::time::sleep_until(intruded + member_lease).await;
+    }
     store
         .publish(&topic, Some("k0"), json!(null), json!({"i": 1}))
         .await
         .unwrap();
-    // Nothing of the partition comes any more, except that an incarnation of the member
-    // which took the free lease back during the move may have handed the first event out
-    // again before it lost the lease in turn.
+    // Nothing of the partition comes any more, except that the incarnation which took the
+    // lease back may have handed the first event out again before it lost it in turn.
     let quiet_until = tokio::time::Instant::now() + Duration::from_millis(800);
     while let Ok(Some(item)) = tokio::time::timeout_at(quiet_until, member.next()).await {
         let seq = item.map(|delivery| delivery.record.seq);
