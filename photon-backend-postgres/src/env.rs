@@ -1,170 +1,124 @@
-//! Resolution of a builder against the `PHOTON_POSTGRES_*` environment variables (parsed in
-//! Photon's one dialect, `photon_core::config`), and the checks of values that parse but
-//! cannot work.
+//! The PostgreSQL port's own kinds of setting (the connection string, the schema name,
+//! the lock timeout) for its settings table in `config.rs` (`photon_core::settings!`), and
+//! the redaction of passwords; the tests of the table at work.
 
+use std::fmt;
 use std::time::Duration;
 
-use photon_core::config::{check_count, Env, EnvVar};
-use photon_core::raw::sql::settings::{
-    check_durations, check_sizes, max_payload_bytes, Retention, RetentionSet, RetentionVars,
-};
+use photon_core::config::{Env, EnvVar, Kind, PositiveDuration, Text};
 use photon_core::{PhotonError, Result};
 
-use crate::config::{
-    PostgresConfig, PostgresStoragePortBuilder, PHOTON_POSTGRES_CONNECT_TIMEOUT,
-    PHOTON_POSTGRES_LOCK_TIMEOUT, PHOTON_POSTGRES_MAX_BATCH, PHOTON_POSTGRES_MAX_PAYLOAD_BYTES,
-    PHOTON_POSTGRES_PAGE_SIZE, PHOTON_POSTGRES_POOL_SIZE, PHOTON_POSTGRES_RECHECK_INTERVAL,
-    PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, PHOTON_POSTGRES_RETENTION_INTERVAL,
-    PHOTON_POSTGRES_RETENTION_MAX_AGE, PHOTON_POSTGRES_RETENTION_MAX_EVENTS,
-    PHOTON_POSTGRES_SCHEMA, PHOTON_POSTGRES_URL, PHOTON_POSTGRES_WRITER_CONNECTIONS,
-};
-
-/// Every count accepted, from 1.
-const POSITIVE: std::ops::RangeInclusive<u64> = 1..=u64::MAX;
 /// Longest schema name: the notification channel `photon_<schema>` must fit PostgreSQL's
 /// 63-byte identifiers.
 const MAX_SCHEMA_LEN: usize = 56;
-const RETENTION: RetentionVars<'static> = RetentionVars {
-    max_age: &EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_AGE),
-    max_events: &EnvVar::new(PHOTON_POSTGRES_RETENTION_MAX_EVENTS),
-    dead_letters: &EnvVar::new(PHOTON_POSTGRES_RETENTION_DEAD_LETTERS),
-    interval: &EnvVar::new(PHOTON_POSTGRES_RETENTION_INTERVAL),
-};
 const SCHEMA_FORM: &str =
     "lowercase letters, digits and _, at most 56 characters, not starting with a digit";
 
-impl PostgresStoragePortBuilder {
-    /// Builder values, then `env`, then defaults; then [`validate`].
-    pub(crate) fn resolve(self, env: &Env) -> Result<PostgresConfig> {
-        let defaults = PostgresConfig::default();
-        let default_retention = Retention {
-            max_age: defaults.retention_max_age,
-            max_events: defaults.retention_max_events,
-            dead_letters: defaults.retention_dead_letters,
-            interval: defaults.retention_interval,
-        };
-        let duration = |set: Option<Duration>, name: &'static str, default: Duration| match set {
-            Some(value) => Ok(value),
-            None => env
-                .duration(&EnvVar::new(name))
-                .map(|found| found.unwrap_or(default)),
-        };
-        let count = |set: Option<usize>, name: &'static str, default: usize| match set {
-            Some(value) => Ok(value),
-            None => env
-                .count(&EnvVar::new(name), 1..=usize::MAX as u64)
-                .map(|found| found.map_or(default, |n| n as usize)),
-        };
-        let text = |set: Option<String>, name: &'static str, default: String| match set {
-            Some(value) => Ok(value),
-            None => env
-                .text(&EnvVar::new(name))
-                .map(|found| found.unwrap_or(default)),
-        };
-        // A refused value is named by where it came from: the variable, or the field.
-        let url_source = if self.url.is_some() {
-            "url"
-        } else {
-            PHOTON_POSTGRES_URL
-        };
-        let url = text(self.url, PHOTON_POSTGRES_URL, defaults.url)?;
-        check_url(url_source, &url)?;
-        let schema_source = if self.schema.is_some() {
-            "schema"
-        } else {
-            PHOTON_POSTGRES_SCHEMA
-        };
-        let schema = text(self.schema, PHOTON_POSTGRES_SCHEMA, defaults.schema)?;
-        check_schema(schema_source, &schema)?;
-        let mut config = PostgresConfig {
-            url,
-            pool_size: count(
-                self.pool_size,
-                PHOTON_POSTGRES_POOL_SIZE,
-                defaults.pool_size,
-            )?,
-            writer_connections: count(
-                self.writer_connections,
-                PHOTON_POSTGRES_WRITER_CONNECTIONS,
-                defaults.writer_connections,
-            )?,
-            schema,
-            connect_timeout: duration(
-                self.connect_timeout,
-                PHOTON_POSTGRES_CONNECT_TIMEOUT,
-                defaults.connect_timeout,
-            )?,
-            lock_timeout: duration(
-                self.lock_timeout,
-                PHOTON_POSTGRES_LOCK_TIMEOUT,
-                defaults.lock_timeout,
-            )?,
-            max_batch: count(
-                self.max_batch,
-                PHOTON_POSTGRES_MAX_BATCH,
-                defaults.max_batch,
-            )?,
-            page_size: count(
-                self.page_size,
-                PHOTON_POSTGRES_PAGE_SIZE,
-                defaults.page_size,
-            )?,
-            max_payload_bytes: max_payload_bytes(
-                env,
-                self.max_payload_bytes,
-                &EnvVar::new(PHOTON_POSTGRES_MAX_PAYLOAD_BYTES),
-                defaults.max_payload_bytes,
-            )?,
-            recheck_interval: duration(
-                self.recheck_interval,
-                PHOTON_POSTGRES_RECHECK_INTERVAL,
-                defaults.recheck_interval,
-            )?,
-            ..defaults
-        };
-        let retention = RetentionSet {
-            max_age: self.retention_max_age,
-            max_events: self.retention_max_events,
-            dead_letters: self.retention_dead_letters,
-            interval: self.retention_interval,
+/// A connection string PostgreSQL can read, with accepted TLS parameters; shown without
+/// its password in `Debug` and in errors.
+#[derive(Debug)]
+pub enum ConnectionString {}
+
+impl Kind for ConnectionString {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        "connection string".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        let url = Text::read(env, var)?;
+        if let Some(url) = &url {
+            check_url(var.name, url)?;
         }
-        .resolve(env, RETENTION, default_retention)?;
-        config.retention_max_age = retention.max_age;
-        config.retention_max_events = retention.max_events;
-        config.retention_dead_letters = retention.dead_letters;
-        config.retention_interval = retention.interval;
-        validate(&config)?;
-        Ok(config)
+        Ok(url)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        let url = Text::parse(field, text)?;
+        check_url(field, &url)?;
+        Ok(url)
+    }
+    fn check(field: &str, value: &String) -> Result<()> {
+        check_url(field, value)
+    }
+    fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&redact(value), f)
     }
 }
 
-/// Refuses values that parse but cannot work, naming the field.
-pub(crate) fn validate(config: &PostgresConfig) -> Result<()> {
-    check_url("url", &config.url)?;
-    check_schema("schema", &config.schema)?;
-    check_count("pool_size", config.pool_size as u64, POSITIVE)?;
-    check_count(
-        "writer_connections",
-        config.writer_connections as u64,
-        POSITIVE,
-    )?;
-    check_sizes(
-        config.max_batch,
-        config.page_size,
-        config.max_payload_bytes,
-        config.retention_max_events,
-    )?;
-    check_durations(&[
-        ("connect_timeout", Some(config.connect_timeout)),
-        ("lock_timeout", Some(config.lock_timeout)),
-        ("recheck_interval", Some(config.recheck_interval)),
-        ("retention_interval", Some(config.retention_interval)),
-        ("retention_max_age", config.retention_max_age),
-    ])?;
-    if config.lock_timeout > MAX_LOCK_TIMEOUT {
+/// A schema name: lowercase letters, digits and `_`, at most 56 characters, not starting
+/// with a digit.
+#[derive(Debug)]
+pub enum SchemaName {}
+
+impl Kind for SchemaName {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        "schema name (`[a-z_][a-z0-9_]*`, at most 56 characters)".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        let schema = Text::read(env, var)?;
+        if let Some(schema) = &schema {
+            check_schema(var.name, schema)?;
+        }
+        Ok(schema)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        let schema = Text::parse(field, text)?;
+        check_schema(field, &schema)?;
+        Ok(schema)
+    }
+    fn check(field: &str, value: &String) -> Result<()> {
+        check_schema(field, value)
+    }
+}
+
+/// PostgreSQL's `lock_timeout`: a duration greater than zero and at most `i32::MAX`
+/// milliseconds.
+#[derive(Debug)]
+pub enum LockTimeout {}
+
+impl Kind for LockTimeout {
+    type Value = Duration;
+    type Set = Duration;
+
+    fn form() -> String {
+        "duration > 0, at most 2147483647ms".to_owned()
+    }
+    fn set(value: Duration) -> Duration {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Duration>> {
+        let timeout = PositiveDuration::read(env, var)?;
+        if let Some(timeout) = timeout {
+            check_lock_timeout(var.name, timeout)?;
+        }
+        Ok(timeout)
+    }
+    fn parse(field: &str, text: &str) -> Result<Duration> {
+        let timeout = PositiveDuration::parse(field, text)?;
+        check_lock_timeout(field, timeout)?;
+        Ok(timeout)
+    }
+    fn check(field: &str, value: &Duration) -> Result<()> {
+        PositiveDuration::check(field, value)?;
+        check_lock_timeout(field, *value)
+    }
+}
+
+fn check_lock_timeout(name: &str, timeout: Duration) -> Result<()> {
+    if timeout > MAX_LOCK_TIMEOUT {
         return Err(PhotonError::config(
-            "lock_timeout",
-            format!("{:?}", config.lock_timeout),
+            name,
+            format!("{timeout:?}"),
             format!("a duration of at most {}ms", MAX_LOCK_TIMEOUT.as_millis()),
         ));
     }
@@ -234,7 +188,10 @@ fn redact_pairs(text: &str, separator: char) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::config::*;
 
     fn resolve(
         builder: PostgresStoragePortBuilder,
@@ -264,20 +221,20 @@ mod tests {
         let config = resolve(
             PostgresStoragePortBuilder::new(),
             &[
-                (PHOTON_POSTGRES_URL, "postgres://app:secret@db:6432/events"),
-                (PHOTON_POSTGRES_POOL_SIZE, "3"),
-                (PHOTON_POSTGRES_WRITER_CONNECTIONS, "2"),
-                (PHOTON_POSTGRES_SCHEMA, "orders_2"),
-                (PHOTON_POSTGRES_CONNECT_TIMEOUT, "2s"),
-                (PHOTON_POSTGRES_LOCK_TIMEOUT, "750ms"),
-                (PHOTON_POSTGRES_MAX_BATCH, "64"),
-                (PHOTON_POSTGRES_PAGE_SIZE, "128"),
-                (PHOTON_POSTGRES_MAX_PAYLOAD_BYTES, "4MiB"),
-                (PHOTON_POSTGRES_RECHECK_INTERVAL, "250ms"),
-                (PHOTON_POSTGRES_RETENTION_MAX_AGE, "7d"),
-                (PHOTON_POSTGRES_RETENTION_MAX_EVENTS, "10"),
-                (PHOTON_POSTGRES_RETENTION_DEAD_LETTERS, "yes"),
-                (PHOTON_POSTGRES_RETENTION_INTERVAL, "1m"),
+                (URL_ENV, "postgres://app:secret@db:6432/events"),
+                (POOL_SIZE_ENV, "3"),
+                (WRITER_CONNECTIONS_ENV, "2"),
+                (SCHEMA_ENV, "orders_2"),
+                (CONNECT_TIMEOUT_ENV, "2s"),
+                (LOCK_TIMEOUT_ENV, "750ms"),
+                (MAX_BATCH_ENV, "64"),
+                (PAGE_SIZE_ENV, "128"),
+                (MAX_PAYLOAD_BYTES_ENV, "4MiB"),
+                (RECHECK_INTERVAL_ENV, "250ms"),
+                (RETENTION_MAX_AGE_ENV, "7d"),
+                (RETENTION_MAX_EVENTS_ENV, "10"),
+                (RETENTION_DEAD_LETTERS_ENV, "yes"),
+                (RETENTION_INTERVAL_ENV, "1m"),
             ],
         )
         .unwrap();
@@ -301,10 +258,7 @@ mod tests {
     fn builder_beats_env_beats_default() {
         let config = resolve(
             PostgresStoragePortBuilder::new().schema("from_builder"),
-            &[
-                (PHOTON_POSTGRES_SCHEMA, "from_env"),
-                (PHOTON_POSTGRES_POOL_SIZE, "2"),
-            ],
+            &[(SCHEMA_ENV, "from_env"), (POOL_SIZE_ENV, "2")],
         )
         .unwrap();
         assert_eq!(config.schema, "from_builder");
@@ -318,21 +272,18 @@ mod tests {
             |builder, pairs: &[(&str, &str)]| resolve(builder, pairs).unwrap_err().to_string();
         let new = PostgresStoragePortBuilder::new;
         assert_eq!(
-            refused(new(), &[(PHOTON_POSTGRES_POOL_SIZE, "many")]),
+            refused(new(), &[(POOL_SIZE_ENV, "many")]),
             "invalid configuration PHOTON_POSTGRES_POOL_SIZE=\"many\": expected an integer of at least 1"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_POSTGRES_SCHEMA, "Photon-Events")]),
+            refused(new(), &[(SCHEMA_ENV, "Photon-Events")]),
             format!("invalid configuration PHOTON_POSTGRES_SCHEMA=\"Photon-Events\": expected {SCHEMA_FORM}")
         );
         assert_eq!(
             refused(new().schema("9lives"), &[]),
             format!("invalid configuration schema=\"9lives\": expected {SCHEMA_FORM}")
         );
-        let url = refused(
-            new(),
-            &[(PHOTON_POSTGRES_URL, "postgres://app:hunter2@db:notaport/x")],
-        );
+        let url = refused(new(), &[(URL_ENV, "postgres://app:hunter2@db:notaport/x")]);
         assert!(
             url.starts_with(
                 "invalid configuration PHOTON_POSTGRES_URL=\"postgres://app:***@db:notaport/x\": expected a PostgreSQL connection string"
@@ -344,7 +295,7 @@ mod tests {
             refused(new().page_size(0), &[]),
             "invalid configuration page_size=\"0\": expected an integer of at least 1"
         );
-        let lock = refused(new(), &[(PHOTON_POSTGRES_LOCK_TIMEOUT, "soon")]);
+        let lock = refused(new(), &[(LOCK_TIMEOUT_ENV, "soon")]);
         assert!(
             lock.starts_with(
                 "invalid configuration PHOTON_POSTGRES_LOCK_TIMEOUT=\"soon\": expected"
@@ -352,15 +303,19 @@ mod tests {
             "{lock}"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_POSTGRES_LOCK_TIMEOUT, "0s")]),
-            "invalid configuration lock_timeout=\"0\": expected a duration greater than zero"
+            refused(new(), &[(LOCK_TIMEOUT_ENV, "0s")]),
+            "invalid configuration PHOTON_POSTGRES_LOCK_TIMEOUT=\"0\": expected a duration greater than zero"
         );
         assert_eq!(
             refused(new().lock_timeout(Duration::from_secs(30 * 86_400)), &[]),
             "invalid configuration lock_timeout=\"2592000s\": expected a duration of at most 2147483647ms"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_POSTGRES_RECHECK_INTERVAL, "0")]),
+            refused(new(), &[(RECHECK_INTERVAL_ENV, "0")]),
+            "invalid configuration PHOTON_POSTGRES_RECHECK_INTERVAL=\"0\": expected a duration greater than zero"
+        );
+        assert_eq!(
+            refused(new().recheck_interval(Duration::ZERO), &[]),
             "invalid configuration recheck_interval=\"0\": expected a duration greater than zero"
         );
     }
@@ -389,6 +344,10 @@ mod tests {
         };
         let shown = format!("{config:?}");
         assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("postgres://app:***@db/events"), "{shown}");
+        let builder = PostgresStoragePortBuilder::new().url("postgres://app:hunter2@db/events");
+        let shown = format!("{builder:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 
     #[test]
@@ -404,10 +363,24 @@ mod tests {
         assert_eq!(config.max_payload_bytes, 65_536);
         assert_eq!(config.retention_max_age, Some(Duration::from_secs(3600)));
         assert!(config.retention_dead_letters);
-        let zero: PostgresConfig = serde_json::from_str(r#"{"pool_size": 0}"#).unwrap();
+        let zero = serde_json::from_str::<PostgresConfig>(r#"{"pool_size": 0}"#).unwrap_err();
+        assert_eq!(
+            zero.to_string(),
+            "invalid configuration pool_size=\"0\": expected an integer of at least 1"
+        );
+        let zero = PostgresConfig {
+            pool_size: 0,
+            ..PostgresConfig::default()
+        };
         assert_eq!(
             zero.validate().unwrap_err().to_string(),
             "invalid configuration pool_size=\"0\": expected an integer of at least 1"
         );
+    }
+
+    #[test]
+    fn the_configuration_page_holds_the_settings_table() {
+        let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        photon_core::config::assert_documented(&page, PostgresConfig::SETTINGS);
     }
 }

@@ -1,64 +1,18 @@
-//! Typed configuration of the SQLite port: builder call > environment variable > default
-//! (resolved in `env.rs`). Values use Photon's one dialect (`photon_core::config`):
-//! durations such as `100ms`, sizes such as `1MiB`, flags such as `on`.
+//! Typed configuration of the SQLite port, from one settings table (`photon_core::settings!`):
+//! builder call > environment variable > default. Values use Photon's one dialect
+//! (`photon_core::config`): durations such as `100ms`, sizes such as `1MiB`, flags such as
+//! `on`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use photon_core::config::de;
+use photon_core::config::{
+    Alias, AnyDuration, Choice, Choices, Count, FilePath, Flag, Optional, PositiveDuration, Size,
+};
 use photon_core::{Result, DEFAULT_MAX_PAYLOAD_BYTES};
 use serde::Deserialize;
 
 use crate::port::SqliteStoragePort;
-
-/// Database file. Default `photon.db` in the working directory.
-pub const PHOTON_SQLITE_PATH: &str = "PHOTON_SQLITE_PATH";
-/// How often a live subscriber looks for appends of other processes, a duration. Appends
-/// of the same port wake subscribers at once. Default `100ms`.
-pub const PHOTON_SQLITE_POLL_INTERVAL: &str = "PHOTON_SQLITE_POLL_INTERVAL";
-/// How long a connection waits for another process's lock before failing, a duration.
-/// Default `5s`.
-pub const PHOTON_SQLITE_BUSY_TIMEOUT: &str = "PHOTON_SQLITE_BUSY_TIMEOUT";
-/// Most writes (appends, checkpoints) committed in one transaction, a count. Default 4096.
-pub const PHOTON_SQLITE_MAX_BATCH: &str = "PHOTON_SQLITE_MAX_BATCH";
-/// Longest time the writer waits for more appends to commit them together while
-/// concurrent publishers are active (a lone publisher never waits), a duration. Default
-/// `500us`.
-pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT";
-/// Records read per replay page of a subscription, a count. Default 512.
-pub const PHOTON_SQLITE_PAGE_SIZE: &str = "PHOTON_SQLITE_PAGE_SIZE";
-/// `full` or `normal`: SQLite's `synchronous` setting in WAL mode. Default `full` (see
-/// [`Synchronous`] for what `normal` risks).
-pub const PHOTON_SQLITE_SYNCHRONOUS: &str = "PHOTON_SQLITE_SYNCHRONOUS";
-/// Idle read connections kept open for queries and replay pages, a count. Default 4.
-pub const PHOTON_SQLITE_READERS: &str = "PHOTON_SQLITE_READERS";
-/// Largest accepted body (encoded actor and payload), a size. Default `1MiB`.
-pub const PHOTON_SQLITE_MAX_PAYLOAD_BYTES: &str = "PHOTON_SQLITE_MAX_PAYLOAD_BYTES";
-/// Events older than this duration are deleted by the retention sweep. Unset: kept.
-pub const PHOTON_SQLITE_RETENTION_MAX_AGE: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE";
-/// At most this many newest events are kept per topic by the retention sweep. Unset: all.
-pub const PHOTON_SQLITE_RETENTION_MAX_EVENTS: &str = "PHOTON_SQLITE_RETENTION_MAX_EVENTS";
-/// A flag: `true` to apply the retention sweep to dead-letter topics (`*.dlq`) too.
-/// Default `false`: dead letters are kept until deleted explicitly (`truncate_before`).
-pub const PHOTON_SQLITE_RETENTION_DEAD_LETTERS: &str = "PHOTON_SQLITE_RETENTION_DEAD_LETTERS";
-/// Time between retention sweeps, a duration. Default `60s`.
-pub const PHOTON_SQLITE_RETENTION_INTERVAL: &str = "PHOTON_SQLITE_RETENTION_INTERVAL";
-
-/// Deprecated name of [`PHOTON_SQLITE_POLL_INTERVAL`], still read: whole milliseconds.
-#[deprecated(note = "use PHOTON_SQLITE_POLL_INTERVAL (a duration such as 100ms)")]
-pub const PHOTON_SQLITE_POLL_INTERVAL_MS: &str = "PHOTON_SQLITE_POLL_INTERVAL_MS";
-/// Deprecated name of [`PHOTON_SQLITE_BUSY_TIMEOUT`], still read: whole milliseconds.
-#[deprecated(note = "use PHOTON_SQLITE_BUSY_TIMEOUT (a duration such as 5s)")]
-pub const PHOTON_SQLITE_BUSY_TIMEOUT_MS: &str = "PHOTON_SQLITE_BUSY_TIMEOUT_MS";
-/// Deprecated name of [`PHOTON_SQLITE_GROUP_COMMIT_WAIT`], still read: whole microseconds.
-#[deprecated(note = "use PHOTON_SQLITE_GROUP_COMMIT_WAIT (a duration such as 500us)")]
-pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT_US: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US";
-/// Deprecated name of [`PHOTON_SQLITE_RETENTION_MAX_AGE`], still read: whole seconds.
-#[deprecated(note = "use PHOTON_SQLITE_RETENTION_MAX_AGE (a duration such as 7d)")]
-pub const PHOTON_SQLITE_RETENTION_MAX_AGE_SECS: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS";
-/// Deprecated name of [`PHOTON_SQLITE_RETENTION_INTERVAL`], still read: whole milliseconds.
-#[deprecated(note = "use PHOTON_SQLITE_RETENTION_INTERVAL (a duration such as 60s)")]
-pub const PHOTON_SQLITE_RETENTION_INTERVAL_MS: &str = "PHOTON_SQLITE_RETENTION_INTERVAL_MS";
 
 /// SQLite's `synchronous` setting, always in WAL mode.
 ///
@@ -82,6 +36,11 @@ pub enum Synchronous {
     Normal,
 }
 
+impl Choices for Synchronous {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("full", Self::Full), ("normal", Self::Normal)];
+}
+
 impl Synchronous {
     pub(crate) fn pragma(self) -> &'static str {
         match self {
@@ -91,74 +50,92 @@ impl Synchronous {
     }
 }
 
-/// Configuration of a [`SqliteStoragePort`]. Build it with [`SqliteStoragePortBuilder`] or
-/// [`SqliteConfig::from_env`], or deserialize it (missing fields take their defaults;
-/// durations and sizes in the dialect of `photon_core::config`); opening the port checks
-/// it.
-///
-/// ```
-/// let config: photon_backend_sqlite::SqliteConfig = serde_json::from_str(
-///     r#"{"path": "/var/lib/app/events.db", "poll_interval": "20ms", "retention_max_age": "7d"}"#,
-/// ).unwrap();
-/// assert_eq!(config.poll_interval, std::time::Duration::from_millis(20));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct SqliteConfig {
-    /// Database file.
-    pub path: PathBuf,
-    /// Poll interval for appends of other processes.
-    #[serde(deserialize_with = "de::duration")]
-    pub poll_interval: Duration,
-    /// Wait for another process's lock.
-    #[serde(deserialize_with = "de::duration")]
-    pub busy_timeout: Duration,
-    /// Most writes per transaction.
-    pub max_batch: usize,
-    /// Longest wait for more appends of a group commit.
-    #[serde(deserialize_with = "de::duration")]
-    pub group_commit_wait: Duration,
-    /// Records per replay page.
-    pub page_size: usize,
-    /// Durability of commits.
-    pub synchronous: Synchronous,
-    /// Idle read connections kept.
-    pub readers: usize,
-    /// Largest accepted body in bytes.
-    #[serde(deserialize_with = "de::size")]
-    pub max_payload_bytes: usize,
-    /// Age limit of the retention sweep.
-    #[serde(deserialize_with = "de::optional_duration")]
-    pub retention_max_age: Option<Duration>,
-    /// Per-topic count limit of the retention sweep.
-    pub retention_max_events: Option<u64>,
-    /// Whether the sweep applies to dead-letter topics (`*.dlq`) too.
-    #[serde(deserialize_with = "de::flag")]
-    pub retention_dead_letters: bool,
-    /// Time between retention sweeps.
-    #[serde(deserialize_with = "de::duration")]
-    pub retention_interval: Duration,
-}
+photon_core::settings! {
+    /// Configuration of a [`SqliteStoragePort`]. Build it with [`SqliteStoragePortBuilder`]
+    /// or [`SqliteConfig::from_env`], or deserialize it (missing fields take their
+    /// defaults; every value in the dialect of `photon_core::config`, checked, a refused one
+    /// named); opening the port checks it again.
+    ///
+    /// ```
+    /// let config: photon_backend_sqlite::SqliteConfig = serde_json::from_str(
+    ///     r#"{"path": "/var/lib/app/events.db", "poll_interval": "20ms", "retention_max_age": "7d"}"#,
+    /// ).unwrap();
+    /// assert_eq!(config.poll_interval, std::time::Duration::from_millis(20));
+    /// ```
+    pub struct SqliteConfig;
 
-impl Default for SqliteConfig {
-    fn default() -> Self {
-        Self {
-            path: PathBuf::from("photon.db"),
-            poll_interval: Duration::from_millis(100),
-            busy_timeout: Duration::from_secs(5),
-            max_batch: 4096,
-            group_commit_wait: Duration::from_micros(500),
-            page_size: 512,
-            synchronous: Synchronous::Full,
-            readers: 4,
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
-            retention_max_age: None,
-            retention_max_events: None,
-            retention_dead_letters: false,
-            retention_interval: Duration::from_secs(60),
-        }
-    }
+    /// Builds a [`SqliteStoragePort`]; every unset setting falls back to its environment
+    /// variable, then to its default.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
+    ///     .path("/tmp/app.db")
+    ///     .poll_interval(Duration::from_millis(20))
+    ///     .retention_max_events(1_000_000);
+    /// ```
+    ///
+    /// Deprecated names still read, with their old units: `PHOTON_SQLITE_POLL_INTERVAL_MS`,
+    /// `PHOTON_SQLITE_BUSY_TIMEOUT_MS`, `PHOTON_SQLITE_RETENTION_INTERVAL_MS` (milliseconds),
+    /// `PHOTON_SQLITE_GROUP_COMMIT_WAIT_US` (microseconds) and
+    /// `PHOTON_SQLITE_RETENTION_MAX_AGE_SECS` (seconds).
+    pub struct SqliteStoragePortBuilder;
+
+    /// Database file, created when missing.
+    path: FilePath [into] = PathBuf::from("photon.db"),
+        env PATH_ENV = "PHOTON_SQLITE_PATH", shown "`photon.db`";
+    /// How often a live subscriber looks for appends of other processes.
+    ///
+    /// Appends of the same port wake subscribers at once.
+    poll_interval: PositiveDuration = Duration::from_millis(100),
+        env POLL_INTERVAL_ENV = "PHOTON_SQLITE_POLL_INTERVAL",
+        aliases [Alias::deprecated_millis("PHOTON_SQLITE_POLL_INTERVAL_MS")],
+        shown "`100ms`";
+    /// How long a connection waits for another process's lock before failing.
+    busy_timeout: AnyDuration = Duration::from_secs(5),
+        env BUSY_TIMEOUT_ENV = "PHOTON_SQLITE_BUSY_TIMEOUT",
+        aliases [Alias::deprecated_millis("PHOTON_SQLITE_BUSY_TIMEOUT_MS")],
+        shown "`5s`";
+    /// Most writes (appends, checkpoints) committed in one transaction.
+    max_batch: Count<usize, 1> = 4096, env MAX_BATCH_ENV = "PHOTON_SQLITE_MAX_BATCH", shown "4096";
+    /// Longest wait for more appends to commit together while publishers are concurrent.
+    ///
+    /// A lone publisher never waits; zero commits whatever is waiting at once.
+    group_commit_wait: AnyDuration = Duration::from_micros(500),
+        env GROUP_COMMIT_WAIT_ENV = "PHOTON_SQLITE_GROUP_COMMIT_WAIT",
+        aliases [Alias::deprecated_micros("PHOTON_SQLITE_GROUP_COMMIT_WAIT_US")],
+        shown "`500us`";
+    /// Records read per replay page of a subscription.
+    page_size: Count<usize, 1> = 512, env PAGE_SIZE_ENV = "PHOTON_SQLITE_PAGE_SIZE", shown "512";
+    /// SQLite's `synchronous` setting in WAL mode: the durability of commits.
+    ///
+    /// See [`Synchronous`] for what `normal` risks.
+    synchronous: Choice<Synchronous> = Synchronous::Full,
+        env SYNCHRONOUS_ENV = "PHOTON_SQLITE_SYNCHRONOUS", shown "`full`";
+    /// Idle read connections kept open for queries and replay pages.
+    readers: Count<usize> = 4, env READERS_ENV = "PHOTON_SQLITE_READERS", shown "4";
+    /// Largest accepted body (encoded actor and payload) in bytes.
+    max_payload_bytes: Size<usize, 1> = DEFAULT_MAX_PAYLOAD_BYTES,
+        env MAX_PAYLOAD_BYTES_ENV = "PHOTON_SQLITE_MAX_PAYLOAD_BYTES", shown "`1MiB`";
+    /// Events older than this are deleted by the retention sweep.
+    retention_max_age: Optional<PositiveDuration> = None,
+        env RETENTION_MAX_AGE_ENV = "PHOTON_SQLITE_RETENTION_MAX_AGE",
+        aliases [Alias::deprecated_secs("PHOTON_SQLITE_RETENTION_MAX_AGE_SECS")],
+        shown "unset (kept)";
+    /// At most this many newest events are kept per topic by the retention sweep.
+    retention_max_events: Optional<Count<u64, 1>> = None,
+        env RETENTION_MAX_EVENTS_ENV = "PHOTON_SQLITE_RETENTION_MAX_EVENTS", shown "unset (all)";
+    /// Whether the retention sweep applies to dead-letter topics (`*.dlq`) too.
+    ///
+    /// By default it does not: dead letters are kept until deleted explicitly
+    /// (`truncate_before`).
+    retention_dead_letters: Flag = false,
+        env RETENTION_DEAD_LETTERS_ENV = "PHOTON_SQLITE_RETENTION_DEAD_LETTERS", shown "`false`";
+    /// Time between retention sweeps.
+    retention_interval: PositiveDuration = Duration::from_secs(60),
+        env RETENTION_INTERVAL_ENV = "PHOTON_SQLITE_RETENTION_INTERVAL",
+        aliases [Alias::deprecated_millis("PHOTON_SQLITE_RETENTION_INTERVAL_MS")],
+        shown "`60s`";
 }
 
 impl SqliteConfig {
@@ -181,200 +158,11 @@ impl SqliteConfig {
     /// # Errors
     /// [`photon_core::PhotonError::Config`] naming the field.
     pub fn validate(&self) -> Result<()> {
-        crate::env::validate(self)
+        self.check_settings()
     }
-}
-
-/// Builds a [`SqliteStoragePort`]; every unset field falls back to its environment
-/// variable, then to its default.
-///
-/// | setting | variable | default |
-/// |---|---|---|
-/// | [`path`](Self::path) | `PHOTON_SQLITE_PATH` | `photon.db` |
-/// | [`poll_interval`](Self::poll_interval) | `PHOTON_SQLITE_POLL_INTERVAL` | `100ms` |
-/// | [`busy_timeout`](Self::busy_timeout) | `PHOTON_SQLITE_BUSY_TIMEOUT` | `5s` |
-/// | [`max_batch`](Self::max_batch) | `PHOTON_SQLITE_MAX_BATCH` | 4096 |
-/// | [`group_commit_wait`](Self::group_commit_wait) | `PHOTON_SQLITE_GROUP_COMMIT_WAIT` | `500us` |
-/// | [`page_size`](Self::page_size) | `PHOTON_SQLITE_PAGE_SIZE` | 512 |
-/// | [`synchronous`](Self::synchronous) | `PHOTON_SQLITE_SYNCHRONOUS` | `full` |
-/// | [`readers`](Self::readers) | `PHOTON_SQLITE_READERS` | 4 |
-/// | [`max_payload_bytes`](Self::max_payload_bytes) | `PHOTON_SQLITE_MAX_PAYLOAD_BYTES` | `1MiB` |
-/// | [`retention_max_age`](Self::retention_max_age) | `PHOTON_SQLITE_RETENTION_MAX_AGE` | unset (kept) |
-/// | [`retention_max_events`](Self::retention_max_events) | `PHOTON_SQLITE_RETENTION_MAX_EVENTS` | unset (all) |
-/// | [`retention_dead_letters`](Self::retention_dead_letters) | `PHOTON_SQLITE_RETENTION_DEAD_LETTERS` | `false` |
-/// | [`retention_interval`](Self::retention_interval) | `PHOTON_SQLITE_RETENTION_INTERVAL` | `60s` |
-///
-/// Deprecated names still read, with their old units: `PHOTON_SQLITE_POLL_INTERVAL_MS`,
-/// `PHOTON_SQLITE_BUSY_TIMEOUT_MS`, `PHOTON_SQLITE_RETENTION_INTERVAL_MS` (milliseconds),
-/// `PHOTON_SQLITE_GROUP_COMMIT_WAIT_US` (microseconds) and
-/// `PHOTON_SQLITE_RETENTION_MAX_AGE_SECS` (seconds).
-#[derive(Debug, Clone, Default)]
-#[must_use]
-pub struct SqliteStoragePortBuilder {
-    pub(crate) path: Option<PathBuf>,
-    pub(crate) poll_interval: Option<Duration>,
-    pub(crate) busy_timeout: Option<Duration>,
-    pub(crate) max_batch: Option<usize>,
-    pub(crate) group_commit_wait: Option<Duration>,
-    pub(crate) page_size: Option<usize>,
-    pub(crate) synchronous: Option<Synchronous>,
-    pub(crate) readers: Option<usize>,
-    pub(crate) max_payload_bytes: Option<usize>,
-    pub(crate) retention_max_age: Option<Duration>,
-    pub(crate) retention_max_events: Option<u64>,
-    pub(crate) retention_dead_letters: Option<bool>,
-    pub(crate) retention_interval: Option<Duration>,
 }
 
 impl SqliteStoragePortBuilder {
-    /// A builder with nothing set.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Database file (created when missing).
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().path("/tmp/app.db");
-    /// ```
-    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.path = Some(path.into());
-        self
-    }
-
-    /// How often live subscribers look for appends of other processes.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
-    ///     .poll_interval(Duration::from_millis(20));
-    /// ```
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = Some(interval);
-        self
-    }
-
-    /// How long to wait for another process's lock.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
-    ///     .busy_timeout(Duration::from_secs(10));
-    /// ```
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = Some(timeout);
-        self
-    }
-
-    /// Most writes committed in one transaction.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().max_batch(1024);
-    /// ```
-    pub fn max_batch(mut self, max_batch: usize) -> Self {
-        self.max_batch = Some(max_batch);
-        self
-    }
-
-    /// Longest wait for more appends of a group commit while publishers are concurrent;
-    /// zero commits whatever is waiting at once.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
-    ///     .group_commit_wait(Duration::from_micros(200));
-    /// ```
-    pub fn group_commit_wait(mut self, wait: Duration) -> Self {
-        self.group_commit_wait = Some(wait);
-        self
-    }
-
-    /// Records read per replay page.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().page_size(256);
-    /// ```
-    pub fn page_size(mut self, page_size: usize) -> Self {
-        self.page_size = Some(page_size);
-        self
-    }
-
-    /// Durability of commits.
-    ///
-    /// ```
-    /// use photon_backend_sqlite::{SqliteStoragePort, Synchronous};
-    /// let builder = SqliteStoragePort::builder().synchronous(Synchronous::Full);
-    /// ```
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = Some(synchronous);
-        self
-    }
-
-    /// Idle read connections kept open.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().readers(8);
-    /// ```
-    pub fn readers(mut self, readers: usize) -> Self {
-        self.readers = Some(readers);
-        self
-    }
-
-    /// Largest accepted body in bytes.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().max_payload_bytes(4 << 20);
-    /// ```
-    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
-        self.max_payload_bytes = Some(bytes);
-        self
-    }
-
-    /// Deletes events older than `age` in each retention sweep.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
-    ///     .retention_max_age(Duration::from_secs(7 * 24 * 3600));
-    /// ```
-    pub fn retention_max_age(mut self, age: Duration) -> Self {
-        self.retention_max_age = Some(age);
-        self
-    }
-
-    /// Keeps at most `count` newest events per topic in each retention sweep.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().retention_max_events(1_000_000);
-    /// ```
-    pub fn retention_max_events(mut self, count: u64) -> Self {
-        self.retention_max_events = Some(count);
-        self
-    }
-
-    /// Whether the retention sweep applies to dead-letter topics (`*.dlq`) too; by default
-    /// it does not, and dead letters are kept until deleted explicitly.
-    ///
-    /// ```
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder().retention_dead_letters(true);
-    /// ```
-    pub fn retention_dead_letters(mut self, apply: bool) -> Self {
-        self.retention_dead_letters = Some(apply);
-        self
-    }
-
-    /// Time between retention sweeps.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let builder = photon_backend_sqlite::SqliteStoragePort::builder()
-    ///     .retention_interval(Duration::from_secs(10));
-    /// ```
-    pub fn retention_interval(mut self, interval: Duration) -> Self {
-        self.retention_interval = Some(interval);
-        self
-    }
-
     /// The resolved configuration: builder values, then environment, then defaults.
     ///
     /// # Errors
@@ -400,3 +188,59 @@ impl SqliteStoragePortBuilder {
         SqliteStoragePort::open_blocking(self.config()?)
     }
 }
+
+/// Former name of [`PATH_ENV`].
+#[deprecated(note = "use PATH_ENV (same variable)")]
+pub const PHOTON_SQLITE_PATH: &str = PATH_ENV;
+/// Former name of [`POLL_INTERVAL_ENV`].
+#[deprecated(note = "use POLL_INTERVAL_ENV (same variable)")]
+pub const PHOTON_SQLITE_POLL_INTERVAL: &str = POLL_INTERVAL_ENV;
+/// Former name of [`BUSY_TIMEOUT_ENV`].
+#[deprecated(note = "use BUSY_TIMEOUT_ENV (same variable)")]
+pub const PHOTON_SQLITE_BUSY_TIMEOUT: &str = BUSY_TIMEOUT_ENV;
+/// Former name of [`MAX_BATCH_ENV`].
+#[deprecated(note = "use MAX_BATCH_ENV (same variable)")]
+pub const PHOTON_SQLITE_MAX_BATCH: &str = MAX_BATCH_ENV;
+/// Former name of [`GROUP_COMMIT_WAIT_ENV`].
+#[deprecated(note = "use GROUP_COMMIT_WAIT_ENV (same variable)")]
+pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT: &str = GROUP_COMMIT_WAIT_ENV;
+/// Former name of [`PAGE_SIZE_ENV`].
+#[deprecated(note = "use PAGE_SIZE_ENV (same variable)")]
+pub const PHOTON_SQLITE_PAGE_SIZE: &str = PAGE_SIZE_ENV;
+/// Former name of [`SYNCHRONOUS_ENV`].
+#[deprecated(note = "use SYNCHRONOUS_ENV (same variable)")]
+pub const PHOTON_SQLITE_SYNCHRONOUS: &str = SYNCHRONOUS_ENV;
+/// Former name of [`READERS_ENV`].
+#[deprecated(note = "use READERS_ENV (same variable)")]
+pub const PHOTON_SQLITE_READERS: &str = READERS_ENV;
+/// Former name of [`MAX_PAYLOAD_BYTES_ENV`].
+#[deprecated(note = "use MAX_PAYLOAD_BYTES_ENV (same variable)")]
+pub const PHOTON_SQLITE_MAX_PAYLOAD_BYTES: &str = MAX_PAYLOAD_BYTES_ENV;
+/// Former name of [`RETENTION_MAX_AGE_ENV`].
+#[deprecated(note = "use RETENTION_MAX_AGE_ENV (same variable)")]
+pub const PHOTON_SQLITE_RETENTION_MAX_AGE: &str = RETENTION_MAX_AGE_ENV;
+/// Former name of [`RETENTION_MAX_EVENTS_ENV`].
+#[deprecated(note = "use RETENTION_MAX_EVENTS_ENV (same variable)")]
+pub const PHOTON_SQLITE_RETENTION_MAX_EVENTS: &str = RETENTION_MAX_EVENTS_ENV;
+/// Former name of [`RETENTION_DEAD_LETTERS_ENV`].
+#[deprecated(note = "use RETENTION_DEAD_LETTERS_ENV (same variable)")]
+pub const PHOTON_SQLITE_RETENTION_DEAD_LETTERS: &str = RETENTION_DEAD_LETTERS_ENV;
+/// Former name of [`RETENTION_INTERVAL_ENV`].
+#[deprecated(note = "use RETENTION_INTERVAL_ENV (same variable)")]
+pub const PHOTON_SQLITE_RETENTION_INTERVAL: &str = RETENTION_INTERVAL_ENV;
+
+/// Older variable of [`POLL_INTERVAL_ENV`], still read: whole milliseconds.
+#[deprecated(note = "set PHOTON_SQLITE_POLL_INTERVAL (a duration such as 100ms)")]
+pub const PHOTON_SQLITE_POLL_INTERVAL_MS: &str = "PHOTON_SQLITE_POLL_INTERVAL_MS";
+/// Older variable of [`BUSY_TIMEOUT_ENV`], still read: whole milliseconds.
+#[deprecated(note = "set PHOTON_SQLITE_BUSY_TIMEOUT (a duration such as 5s)")]
+pub const PHOTON_SQLITE_BUSY_TIMEOUT_MS: &str = "PHOTON_SQLITE_BUSY_TIMEOUT_MS";
+/// Older variable of [`GROUP_COMMIT_WAIT_ENV`], still read: whole microseconds.
+#[deprecated(note = "set PHOTON_SQLITE_GROUP_COMMIT_WAIT (a duration such as 500us)")]
+pub const PHOTON_SQLITE_GROUP_COMMIT_WAIT_US: &str = "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US";
+/// Older variable of [`RETENTION_MAX_AGE_ENV`], still read: whole seconds.
+#[deprecated(note = "set PHOTON_SQLITE_RETENTION_MAX_AGE (a duration such as 7d)")]
+pub const PHOTON_SQLITE_RETENTION_MAX_AGE_SECS: &str = "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS";
+/// Older variable of [`RETENTION_INTERVAL_ENV`], still read: whole milliseconds.
+#[deprecated(note = "set PHOTON_SQLITE_RETENTION_INTERVAL (a duration such as 60s)")]
+pub const PHOTON_SQLITE_RETENTION_INTERVAL_MS: &str = "PHOTON_SQLITE_RETENTION_INTERVAL_MS";

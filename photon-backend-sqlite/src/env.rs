@@ -1,146 +1,18 @@
-//! Resolution of a builder against the `PHOTON_SQLITE_*` environment variables (parsed in
-//! Photon's one dialect, `photon_core::config`), and the checks of values that parse but
-//! cannot work.
-
-use std::path::PathBuf;
-use std::time::Duration;
-
-use photon_core::config::{Alias, Env, EnvVar};
-use photon_core::raw::sql::settings::{
-    check_durations, check_sizes, max_payload_bytes, Retention, RetentionSet, RetentionVars,
-};
-use photon_core::Result;
-
-use crate::config::{
-    SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT,
-    PHOTON_SQLITE_GROUP_COMMIT_WAIT, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
-    PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL,
-    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS, PHOTON_SQLITE_RETENTION_INTERVAL,
-    PHOTON_SQLITE_RETENTION_MAX_AGE, PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
-};
-
-const POLL_INTERVAL: EnvVar = EnvVar::new(PHOTON_SQLITE_POLL_INTERVAL)
-    .aliases(&[Alias::deprecated_millis("PHOTON_SQLITE_POLL_INTERVAL_MS")]);
-const BUSY_TIMEOUT: EnvVar = EnvVar::new(PHOTON_SQLITE_BUSY_TIMEOUT)
-    .aliases(&[Alias::deprecated_millis("PHOTON_SQLITE_BUSY_TIMEOUT_MS")]);
-const GROUP_COMMIT_WAIT: EnvVar =
-    EnvVar::new(PHOTON_SQLITE_GROUP_COMMIT_WAIT).aliases(&[Alias::deprecated_micros(
-        "PHOTON_SQLITE_GROUP_COMMIT_WAIT_US",
-    )]);
-const RETENTION_MAX_AGE: EnvVar =
-    EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_AGE).aliases(&[Alias::deprecated_secs(
-        "PHOTON_SQLITE_RETENTION_MAX_AGE_SECS",
-    )]);
-const RETENTION_INTERVAL: EnvVar =
-    EnvVar::new(PHOTON_SQLITE_RETENTION_INTERVAL).aliases(&[Alias::deprecated_millis(
-        "PHOTON_SQLITE_RETENTION_INTERVAL_MS",
-    )]);
-const RETENTION: RetentionVars<'static> = RetentionVars {
-    max_age: &RETENTION_MAX_AGE,
-    max_events: &EnvVar::new(PHOTON_SQLITE_RETENTION_MAX_EVENTS),
-    dead_letters: &EnvVar::new(PHOTON_SQLITE_RETENTION_DEAD_LETTERS),
-    interval: &RETENTION_INTERVAL,
-};
-const SYNCHRONOUS: [(&str, Synchronous); 2] =
-    [("full", Synchronous::Full), ("normal", Synchronous::Normal)];
-
-impl SqliteStoragePortBuilder {
-    /// Builder values, then `env`, then defaults; then [`validate`].
-    pub(crate) fn resolve(self, env: &Env) -> Result<SqliteConfig> {
-        let defaults = SqliteConfig::default();
-        let default_retention = Retention {
-            max_age: defaults.retention_max_age,
-            max_events: defaults.retention_max_events,
-            dead_letters: defaults.retention_dead_letters,
-            interval: defaults.retention_interval,
-        };
-        let duration = |set: Option<Duration>, var: &EnvVar, default: Duration| match set {
-            Some(value) => Ok(value),
-            None => env.duration(var).map(|found| found.unwrap_or(default)),
-        };
-        let count = |set: Option<usize>, name: &'static str, min: u64, default: usize| match set {
-            Some(value) => Ok(value),
-            None => env
-                .count(&EnvVar::new(name), min..=usize::MAX as u64)
-                .map(|found| found.map_or(default, |n| n as usize)),
-        };
-        let mut config = SqliteConfig {
-            path: match self.path {
-                Some(path) => path,
-                None => env
-                    .path(&EnvVar::new(PHOTON_SQLITE_PATH))?
-                    .unwrap_or_else(|| PathBuf::from("photon.db")),
-            },
-            poll_interval: duration(self.poll_interval, &POLL_INTERVAL, defaults.poll_interval)?,
-            busy_timeout: duration(self.busy_timeout, &BUSY_TIMEOUT, defaults.busy_timeout)?,
-            max_batch: count(
-                self.max_batch,
-                PHOTON_SQLITE_MAX_BATCH,
-                1,
-                defaults.max_batch,
-            )?,
-            group_commit_wait: duration(
-                self.group_commit_wait,
-                &GROUP_COMMIT_WAIT,
-                defaults.group_commit_wait,
-            )?,
-            page_size: count(
-                self.page_size,
-                PHOTON_SQLITE_PAGE_SIZE,
-                1,
-                defaults.page_size,
-            )?,
-            synchronous: match self.synchronous {
-                Some(value) => value,
-                None => env
-                    .choice(&EnvVar::new(PHOTON_SQLITE_SYNCHRONOUS), &SYNCHRONOUS)?
-                    .unwrap_or_default(),
-            },
-            readers: count(self.readers, PHOTON_SQLITE_READERS, 0, defaults.readers)?,
-            max_payload_bytes: max_payload_bytes(
-                env,
-                self.max_payload_bytes,
-                &EnvVar::new(PHOTON_SQLITE_MAX_PAYLOAD_BYTES),
-                defaults.max_payload_bytes,
-            )?,
-            ..defaults
-        };
-        let retention = RetentionSet {
-            max_age: self.retention_max_age,
-            max_events: self.retention_max_events,
-            dead_letters: self.retention_dead_letters,
-            interval: self.retention_interval,
-        }
-        .resolve(env, RETENTION, default_retention)?;
-        config.retention_max_age = retention.max_age;
-        config.retention_max_events = retention.max_events;
-        config.retention_dead_letters = retention.dead_letters;
-        config.retention_interval = retention.interval;
-        validate(&config)?;
-        Ok(config)
-    }
-}
-
-/// Refuses values that parse but cannot work (zero sizes and intervals), naming the field.
-pub(crate) fn validate(config: &SqliteConfig) -> Result<()> {
-    check_sizes(
-        config.max_batch,
-        config.page_size,
-        config.max_payload_bytes,
-        config.retention_max_events,
-    )?;
-    check_durations(&[
-        ("poll_interval", Some(config.poll_interval)),
-        ("retention_interval", Some(config.retention_interval)),
-        ("retention_max_age", config.retention_max_age),
-    ])
-}
+//! The SQLite port's settings table at work: resolution against the `PHOTON_SQLITE_*`
+//! environment variables in Photon's one dialect, deserialization, the checks, and the
+//! configuration page's table (all made by `photon_core::settings!` in `config.rs`).
 
 #[cfg(test)]
 mod tests {
     use photon_core::DEFAULT_MAX_PAYLOAD_BYTES;
 
-    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use photon_core::config::Env;
+    use photon_core::Result;
+
+    use crate::config::*;
 
     fn resolve(builder: SqliteStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<SqliteConfig> {
         builder.resolve(&Env::from_pairs(pairs.iter().copied()))
@@ -171,19 +43,19 @@ mod tests {
         let config = resolve(
             SqliteStoragePortBuilder::new(),
             &[
-                (PHOTON_SQLITE_PATH, "/env.db"),
-                (PHOTON_SQLITE_POLL_INTERVAL, "25ms"),
-                (PHOTON_SQLITE_BUSY_TIMEOUT, "10s"),
-                (PHOTON_SQLITE_MAX_BATCH, "64"),
-                (PHOTON_SQLITE_GROUP_COMMIT_WAIT, "200us"),
-                (PHOTON_SQLITE_PAGE_SIZE, "128"),
-                (PHOTON_SQLITE_SYNCHRONOUS, "Normal"),
-                (PHOTON_SQLITE_READERS, "0"),
-                (PHOTON_SQLITE_MAX_PAYLOAD_BYTES, "4MiB"),
-                (PHOTON_SQLITE_RETENTION_MAX_AGE, "7d"),
-                (PHOTON_SQLITE_RETENTION_MAX_EVENTS, "10"),
-                (PHOTON_SQLITE_RETENTION_DEAD_LETTERS, "yes"),
-                (PHOTON_SQLITE_RETENTION_INTERVAL, "1m"),
+                (PATH_ENV, "/env.db"),
+                (POLL_INTERVAL_ENV, "25ms"),
+                (BUSY_TIMEOUT_ENV, "10s"),
+                (MAX_BATCH_ENV, "64"),
+                (GROUP_COMMIT_WAIT_ENV, "200us"),
+                (PAGE_SIZE_ENV, "128"),
+                (SYNCHRONOUS_ENV, "Normal"),
+                (READERS_ENV, "0"),
+                (MAX_PAYLOAD_BYTES_ENV, "4MiB"),
+                (RETENTION_MAX_AGE_ENV, "7d"),
+                (RETENTION_MAX_EVENTS_ENV, "10"),
+                (RETENTION_DEAD_LETTERS_ENV, "yes"),
+                (RETENTION_INTERVAL_ENV, "1m"),
             ],
         )
         .unwrap();
@@ -229,9 +101,9 @@ mod tests {
                 .path("/builder.db")
                 .max_batch(8),
             &[
-                (PHOTON_SQLITE_PATH, "/env.db"),
-                (PHOTON_SQLITE_MAX_BATCH, "64"),
-                (PHOTON_SQLITE_POLL_INTERVAL, "25ms"),
+                (PATH_ENV, "/env.db"),
+                (MAX_BATCH_ENV, "64"),
+                (POLL_INTERVAL_ENV, "25ms"),
             ],
         )
         .unwrap();
@@ -246,15 +118,15 @@ mod tests {
             |builder, pairs: &[(&str, &str)]| resolve(builder, pairs).unwrap_err().to_string();
         let new = SqliteStoragePortBuilder::new;
         assert_eq!(
-            refused(new(), &[(PHOTON_SQLITE_MAX_BATCH, "many")]),
+            refused(new(), &[(MAX_BATCH_ENV, "many")]),
 "invalid configuration PHOTON_SQLITE_MAX_BATCH=\"many\": expected an integer of at least 1"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_SQLITE_SYNCHRONOUS, "off")]),
+            refused(new(), &[(SYNCHRONOUS_ENV, "off")]),
             "invalid configuration PHOTON_SQLITE_SYNCHRONOUS=\"off\": expected full or normal"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_SQLITE_RETENTION_DEAD_LETTERS, "maybe")]),
+            refused(new(), &[(RETENTION_DEAD_LETTERS_ENV, "maybe")]),
             format!(
                 "invalid configuration PHOTON_SQLITE_RETENTION_DEAD_LETTERS=\"maybe\": expected {}",
                 photon_core::config::FLAG_FORM
@@ -272,13 +144,17 @@ mod tests {
             "invalid configuration page_size=\"0\": expected an integer of at least 1"
         );
         assert_eq!(
-            refused(new(), &[(PHOTON_SQLITE_POLL_INTERVAL, "0")]),
+            refused(new(), &[(POLL_INTERVAL_ENV, "0")]),
+            "invalid configuration PHOTON_SQLITE_POLL_INTERVAL=\"0\": expected a duration greater than zero"
+        );
+        assert_eq!(
+            refused(new().poll_interval(Duration::ZERO), &[]),
             "invalid configuration poll_interval=\"0\": expected a duration greater than zero"
         );
     }
 
     #[test]
-    fn deserializes_in_the_dialect_and_is_checked_on_open() {
+    fn deserializes_in_the_dialect_checked_and_is_checked_again_on_open() {
         let config: SqliteConfig = serde_json::from_str(
             r#"{"path": "/tmp/x.db", "poll_interval": "20ms", "synchronous": "normal",
                 "max_payload_bytes": "64KiB", "retention_max_age": "1h",
@@ -293,11 +169,30 @@ mod tests {
         assert_eq!(config.retention_max_events, Some(100));
         assert!(config.retention_dead_letters);
         assert_eq!(config.busy_timeout, Duration::from_secs(5));
-        let zero: SqliteConfig = serde_json::from_str(r#"{"page_size": 0}"#).unwrap();
+        let refused = serde_json::from_str::<SqliteConfig>(r#"{"page_size": 0}"#).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "invalid configuration page_size=\"0\": expected an integer of at least 1"
+        );
+        let unknown = serde_json::from_str::<SqliteConfig>(r#"{"page": 1}"#).unwrap_err();
+        assert!(
+            unknown.to_string().starts_with("unknown field `page`"),
+            "{unknown}"
+        );
+        let zero = SqliteConfig {
+            page_size: 0,
+            ..SqliteConfig::default()
+        };
         let err = crate::SqliteStoragePort::open_blocking(zero).unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid configuration page_size=\"0\": expected an integer of at least 1"
         );
+    }
+
+    #[test]
+    fn the_configuration_page_holds_the_settings_table() {
+        let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        photon_core::config::assert_documented(&page, SqliteConfig::SETTINGS);
     }
 }

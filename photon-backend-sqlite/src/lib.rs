@@ -27,7 +27,7 @@
 //!   crash may lose the transactions committed since the last checkpoint.
 //! - **Checkpoints** never regress (`max` on write). **Retention**: `truncate_before`, plus an
 //!   optional sweep by age and by count per topic; dead-letter topics (`*.dlq`) are swept
-//!   only with [`PHOTON_SQLITE_RETENTION_DEAD_LETTERS`]. Retention does not wait for
+//!   only with [`RETENTION_DEAD_LETTERS_ENV`]. Retention does not wait for
 //!   checkpoints: a subscription whose next seq was deleted gets one `PhotonError::Gap`
 //!   naming the deleted seqs, then continues at the first kept one.
 //! - **Opening** a new file from several processes at once waits (within `busy_timeout`)
@@ -75,17 +75,20 @@ mod transaction;
 mod writer;
 
 pub use config::{
-    SqliteConfig, SqliteStoragePortBuilder, Synchronous, PHOTON_SQLITE_BUSY_TIMEOUT,
-    PHOTON_SQLITE_GROUP_COMMIT_WAIT, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
-    PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL,
-    PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS, PHOTON_SQLITE_RETENTION_INTERVAL,
-    PHOTON_SQLITE_RETENTION_MAX_AGE, PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
+    SqliteConfig, SqliteStoragePortBuilder, Synchronous, BUSY_TIMEOUT_ENV, GROUP_COMMIT_WAIT_ENV,
+    MAX_BATCH_ENV, MAX_PAYLOAD_BYTES_ENV, PAGE_SIZE_ENV, PATH_ENV, POLL_INTERVAL_ENV, READERS_ENV,
+    RETENTION_DEAD_LETTERS_ENV, RETENTION_INTERVAL_ENV, RETENTION_MAX_AGE_ENV,
+    RETENTION_MAX_EVENTS_ENV, SYNCHRONOUS_ENV,
 };
 #[allow(deprecated)]
 pub use config::{
-    PHOTON_SQLITE_BUSY_TIMEOUT_MS, PHOTON_SQLITE_GROUP_COMMIT_WAIT_US,
-    PHOTON_SQLITE_POLL_INTERVAL_MS, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
-    PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
+    PHOTON_SQLITE_BUSY_TIMEOUT, PHOTON_SQLITE_BUSY_TIMEOUT_MS, PHOTON_SQLITE_GROUP_COMMIT_WAIT,
+    PHOTON_SQLITE_GROUP_COMMIT_WAIT_US, PHOTON_SQLITE_MAX_BATCH, PHOTON_SQLITE_MAX_PAYLOAD_BYTES,
+    PHOTON_SQLITE_PAGE_SIZE, PHOTON_SQLITE_PATH, PHOTON_SQLITE_POLL_INTERVAL,
+    PHOTON_SQLITE_POLL_INTERVAL_MS, PHOTON_SQLITE_READERS, PHOTON_SQLITE_RETENTION_DEAD_LETTERS,
+    PHOTON_SQLITE_RETENTION_INTERVAL, PHOTON_SQLITE_RETENTION_INTERVAL_MS,
+    PHOTON_SQLITE_RETENTION_MAX_AGE, PHOTON_SQLITE_RETENTION_MAX_AGE_SECS,
+    PHOTON_SQLITE_RETENTION_MAX_EVENTS, PHOTON_SQLITE_SYNCHRONOUS,
 };
 pub use error::sqlite_error;
 pub use port::SqliteStoragePort;

@@ -394,7 +394,7 @@ async fn the_fluvio_service_serves_and_stops_on_sigterm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgres_service_serves_and_stops_on_sigterm() {
-    let url = std::env::var(photon::postgres::PHOTON_POSTGRES_URL)
+    let url = std::env::var(photon::postgres::URL_ENV)
         .ok()
         .filter(|url| !url.trim().is_empty())
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned());

@@ -23,9 +23,15 @@
 
 pub mod de;
 mod env;
+mod kind;
 mod parse;
+mod settings;
 
 pub use env::{Alias, AliasForm, Env, EnvVar, Found};
+pub use kind::{
+    assert_documented, from_file, markdown_table, present, AnyDuration, Choice, Choices, Count,
+    DebugValue, FilePath, Flag, Kind, Optional, PositiveDuration, RawSetting, Setting, Size, Text,
+};
 pub use parse::{
     check_count, parse_choice, parse_count, parse_duration, parse_flag, parse_size, DURATION_FORM,
     FLAG_FORM, SIZE_FORM,

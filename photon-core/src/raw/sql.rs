@@ -14,13 +14,11 @@
 //! - [`port`]: the traits a SQL port implements, and the `StoragePort` over them.
 //! - [`gap`]: where a cursor ran into records deleted before it read them.
 //! - [`error`]: the errors every SQL writer reports the same way.
-//! - [`settings`]: the settings every SQL port has, resolved and checked.
 
 pub mod command;
 pub mod error;
 pub mod gap;
 pub mod port;
-pub mod settings;
 mod subscription;
 
 pub use command::{Command, Outcome, Reply, Write};

@@ -1,0 +1,479 @@
+//! The kinds of a setting: how a value is read from the environment and from a config
+//! file, what is accepted, and how the docs describe it. A kind is a type, so that a
+//! settings table ([`settings!`](crate::settings)) names it once per row and the builder's
+//! setter, the config's field, the variable's parsing and the check all follow from it.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::env::{Env, EnvVar};
+use super::parse::{
+    check_count, choice_form, parse_choice, parse_count, parse_duration, parse_flag, parse_size,
+};
+use crate::error::{PhotonError, Result};
+
+/// How a setting of one kind is read, set and checked.
+pub trait Kind {
+    /// The config's field type.
+    type Value: Clone + fmt::Debug;
+    /// What the builder's setter takes (the value itself, or the inner value of an
+    /// optional setting).
+    type Set;
+
+    /// What is accepted, as the docs' tables say it (`duration`, `count ≥ 1`).
+    fn form() -> String;
+    /// The setter's value as the config holds it.
+    fn set(value: Self::Set) -> Self::Value;
+    /// The value of `var` in `env`, `None` when unset.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming the variable of a value that is not accepted.
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Self::Value>>;
+    /// A value written in a config file (as text: numbers and flags are written out),
+    /// `field` naming it in the error.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming the field.
+    fn parse(field: &str, text: &str) -> Result<Self::Value>;
+    /// Refuses a value that was set in code and cannot work.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming the field.
+    fn check(field: &str, value: &Self::Value) -> Result<()>;
+    /// The value a config file's `null` stands for, where the kind has one.
+    fn null() -> Option<Self::Value> {
+        None
+    }
+    /// Writes the value for the config's `Debug` (a kind holding a secret hides it).
+    ///
+    /// # Errors
+    /// The formatter's.
+    fn debug(value: &Self::Value, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(value, f)
+    }
+}
+
+/// A value shown in `Debug` as its kind says ([`Kind::debug`]).
+pub struct DebugValue<'a, K: Kind>(pub &'a K::Value);
+
+impl<K: Kind> fmt::Debug for DebugValue<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        K::debug(self.0, f)
+    }
+}
+
+/// Free text, trimmed.
+#[derive(Debug)]
+pub enum Text {}
+
+impl Kind for Text {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        "text".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        env.text(var)
+    }
+    fn parse(_field: &str, text: &str) -> Result<String> {
+        Ok(text.trim().to_owned())
+    }
+    fn check(_field: &str, _value: &String) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A file path.
+#[derive(Debug)]
+pub enum FilePath {}
+
+impl Kind for FilePath {
+    type Value = PathBuf;
+    type Set = PathBuf;
+
+    fn form() -> String {
+        "path".to_owned()
+    }
+    fn set(value: PathBuf) -> PathBuf {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<PathBuf>> {
+        env.path(var)
+    }
+    fn parse(_field: &str, text: &str) -> Result<PathBuf> {
+        Ok(PathBuf::from(text.trim()))
+    }
+    fn check(_field: &str, _value: &PathBuf) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A duration, zero included (a wait that may be none).
+#[derive(Debug)]
+pub enum AnyDuration {}
+
+impl Kind for AnyDuration {
+    type Value = Duration;
+    type Set = Duration;
+
+    fn form() -> String {
+        "duration".to_owned()
+    }
+    fn set(value: Duration) -> Duration {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Duration>> {
+        env.duration(var)
+    }
+    fn parse(field: &str, text: &str) -> Result<Duration> {
+        parse_duration(field, text)
+    }
+    fn check(_field: &str, _value: &Duration) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A duration greater than zero (an interval or a timeout, which zero would break).
+#[derive(Debug)]
+pub enum PositiveDuration {}
+
+impl Kind for PositiveDuration {
+    type Value = Duration;
+    type Set = Duration;
+
+    fn form() -> String {
+        "duration > 0".to_owned()
+    }
+    fn set(value: Duration) -> Duration {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Duration>> {
+        let value = env.duration(var)?;
+        if let Some(value) = value {
+            positive(var.name, value)?;
+        }
+        Ok(value)
+    }
+    fn parse(field: &str, text: &str) -> Result<Duration> {
+        positive(field, parse_duration(field, text)?)
+    }
+    fn check(field: &str, value: &Duration) -> Result<()> {
+        positive(field, *value).map(drop)
+    }
+}
+
+fn positive(name: &str, value: Duration) -> Result<Duration> {
+    if value.is_zero() {
+        Err(PhotonError::config(
+            name,
+            "0",
+            "a duration greater than zero",
+        ))
+    } else {
+        Ok(value)
+    }
+}
+
+/// A whole number in `MIN..=MAX`, held as `T`.
+#[derive(Debug)]
+pub struct Count<T, const MIN: u64 = 0, const MAX: u64 = { u64::MAX }>(PhantomData<T>);
+
+impl<T, const MIN: u64, const MAX: u64> Count<T, MIN, MAX> {
+    fn range() -> RangeInclusive<u64> {
+        MIN..=MAX
+    }
+}
+
+impl<T, const MIN: u64, const MAX: u64> Kind for Count<T, MIN, MAX>
+where
+    T: TryFrom<u64> + Copy + fmt::Debug,
+    u64: TryFrom<T>,
+{
+    type Value = T;
+    type Set = T;
+
+    fn form() -> String {
+        match (MIN, MAX) {
+            (0, u64::MAX) => "count".to_owned(),
+            (min, u64::MAX) => format!("count ≥ {min}"),
+            (min, max) => format!("count {min} to {max}"),
+        }
+    }
+    fn set(value: T) -> T {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<T>> {
+        env.count(var, Self::range())?
+            .map(|count| narrow(var.name, count))
+            .transpose()
+    }
+    fn parse(field: &str, text: &str) -> Result<T> {
+        narrow(field, parse_count(field, text, Self::range())?)
+    }
+    fn check(field: &str, value: &T) -> Result<()> {
+        let count = u64::try_from(*value).unwrap_or(u64::MAX);
+        check_count(field, count, Self::range()).map(drop)
+    }
+}
+
+/// A size in bytes, at least `MIN`, held as `T`.
+#[derive(Debug)]
+pub struct Size<T, const MIN: u64 = 0>(PhantomData<T>);
+
+impl<T, const MIN: u64> Kind for Size<T, MIN>
+where
+    T: TryFrom<u64> + Copy + fmt::Debug,
+    u64: TryFrom<T>,
+{
+    type Value = T;
+    type Set = T;
+
+    fn form() -> String {
+        match MIN {
+            0 => "size".to_owned(),
+            min => format!("size ≥ {min}"),
+        }
+    }
+    fn set(value: T) -> T {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<T>> {
+        env.size(var)?
+            .map(|bytes| at_least::<T, MIN>(var.name, bytes))
+            .transpose()
+    }
+    fn parse(field: &str, text: &str) -> Result<T> {
+        at_least::<T, MIN>(field, parse_size(field, text)?)
+    }
+    fn check(field: &str, value: &T) -> Result<()> {
+        let bytes = u64::try_from(*value).unwrap_or(u64::MAX);
+        check_count(field, bytes, MIN..=u64::MAX).map(drop)
+    }
+}
+
+fn at_least<T: TryFrom<u64>, const MIN: u64>(name: &str, bytes: u64) -> Result<T> {
+    check_count(name, bytes, MIN..=u64::MAX)?;
+    narrow(name, bytes)
+}
+
+fn narrow<T: TryFrom<u64>>(name: &str, value: u64) -> Result<T> {
+    T::try_from(value)
+        .map_err(|_| PhotonError::config(name, value.to_string(), "a value this platform can hold"))
+}
+
+/// `true` or `false`, in the flag words.
+#[derive(Debug)]
+pub enum Flag {}
+
+impl Kind for Flag {
+    type Value = bool;
+    type Set = bool;
+
+    fn form() -> String {
+        "flag".to_owned()
+    }
+    fn set(value: bool) -> bool {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<bool>> {
+        env.flag(var)
+    }
+    fn parse(field: &str, text: &str) -> Result<bool> {
+        parse_flag(field, text)
+    }
+    fn check(_field: &str, _value: &bool) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A type set by one of a fixed list of words.
+pub trait Choices: Copy + PartialEq + fmt::Debug + 'static {
+    /// Each word and its value, in the order the docs list them.
+    const CHOICES: &'static [(&'static str, Self)];
+}
+
+/// One of the words of `T` ([`Choices`]), in any case.
+#[derive(Debug)]
+pub struct Choice<T>(PhantomData<T>);
+
+impl<T: Choices> Kind for Choice<T> {
+    type Value = T;
+    type Set = T;
+
+    fn form() -> String {
+        let words: Vec<(String, ())> = T::CHOICES
+            .iter()
+            .map(|(word, _)| (format!("`{word}`"), ()))
+            .collect();
+        let words: Vec<(&str, ())> = words.iter().map(|(word, _)| (word.as_str(), ())).collect();
+        choice_form(&words)
+    }
+    fn set(value: T) -> T {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<T>> {
+        env.choice(var, T::CHOICES)
+    }
+    fn parse(field: &str, text: &str) -> Result<T> {
+        parse_choice(field, text, T::CHOICES)
+    }
+    fn check(_field: &str, _value: &T) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A setting that may be unset (`None`), else of kind `K`; a config file's `null` unsets.
+#[derive(Debug)]
+pub struct Optional<K>(PhantomData<K>);
+
+impl<K: Kind> Kind for Optional<K> {
+    type Value = Option<K::Value>;
+    type Set = K::Value;
+
+    fn form() -> String {
+        K::form()
+    }
+    fn set(value: K::Value) -> Option<K::Value> {
+        Some(value)
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Option<K::Value>>> {
+        Ok(K::read(env, var)?.map(Some))
+    }
+    fn parse(field: &str, text: &str) -> Result<Option<K::Value>> {
+        K::parse(field, text).map(Some)
+    }
+    fn check(field: &str, value: &Option<K::Value>) -> Result<()> {
+        value
+            .as_ref()
+            .map_or(Ok(()), |value| K::check(field, value))
+    }
+    fn null() -> Option<Option<K::Value>> {
+        Some(None)
+    }
+    fn debug(value: &Option<K::Value>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match value {
+            Some(value) => f
+                .debug_tuple("Some")
+                .field(&DebugValue::<K>(value))
+                .finish(),
+            None => f.write_str("None"),
+        }
+    }
+}
+
+/// A value as a config file holds it, before its kind reads it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawSetting {
+    /// `true` or `false`.
+    Flag(bool),
+    /// A whole number.
+    Whole(u64),
+    /// A negative number (refused by every kind but text).
+    Negative(i64),
+    /// A number with a fraction (refused by every kind but text).
+    Fraction(f64),
+    /// Text.
+    Text(String),
+}
+
+impl RawSetting {
+    /// The value written as text, the form every kind parses.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Flag(flag) => flag.to_string(),
+            Self::Whole(number) => number.to_string(),
+            Self::Negative(number) => number.to_string(),
+            Self::Fraction(number) => number.to_string(),
+            Self::Text(text) => text.clone(),
+        }
+    }
+}
+
+/// A field a config file holds, `null` included (`Some(None)`): what `settings!`'s
+/// `Deserialize` reads each field with, so that absent and `null` stay apart.
+///
+/// # Errors
+/// The deserializer's error for a value that is neither text, a number nor a flag.
+pub fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Option<RawSetting>>, D::Error> {
+    Option::<RawSetting>::deserialize(deserializer).map(Some)
+}
+
+/// A config file's value of `field`, read by kind `K`: absent is `None` (the default
+/// applies), `null` is what the kind takes it for.
+///
+/// # Errors
+/// [`PhotonError::Config`] naming the field.
+pub fn from_file<K: Kind>(
+    field: &str,
+    raw: Option<Option<RawSetting>>,
+) -> Result<Option<K::Value>> {
+    match raw {
+        None => Ok(None),
+        Some(None) => K::null()
+            .map(Some)
+            .ok_or_else(|| PhotonError::config(field, "null", K::form())),
+        Some(Some(raw)) => K::parse(field, &raw.text()).map(Some),
+    }
+}
+
+/// One row of a settings table, for the docs.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// The config's field and builder's setter.
+    pub field: &'static str,
+    /// The environment variable.
+    pub variable: &'static str,
+    /// What is accepted.
+    pub form: fn() -> String,
+    /// The default, as the docs show it.
+    pub default: &'static str,
+    /// The first line of the setting's documentation.
+    pub summary: &'static str,
+}
+
+/// The Markdown table of `settings`: variable, setting, kind, default, meaning; the
+/// configuration page holds it as printed here.
+pub fn markdown_table(settings: &[Setting]) -> String {
+    let mut table =
+        String::from("| variable | setting | kind | default | meaning |\n|---|---|---|---|---|\n");
+    for setting in settings {
+        table.push_str(&format!(
+            "| `{}` | `{}` | {} | {} | {} |\n",
+            setting.variable,
+            setting.field,
+            (setting.form)(),
+            setting.default,
+            setting.summary.trim()
+        ));
+    }
+    table
+}
+
+/// Panics unless `page` (a file under the workspace root) holds `settings`' table as
+/// [`markdown_table`] prints it: the test each port runs so that its docs cannot drift
+/// from its settings table.
+///
+/// # Panics
+/// When the file cannot be read or does not hold the table; the message shows the table.
+pub fn assert_documented(page: &std::path::Path, settings: &[Setting]) {
+    let text = std::fs::read_to_string(page)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", page.display()));
+    let table = markdown_table(settings);
+    assert!(
+        text.contains(&table),
+        "{} does not hold the settings table as the code has it; put this there:\n\n{table}",
+        page.display()
+    );
+}
