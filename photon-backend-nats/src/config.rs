@@ -13,60 +13,109 @@ use serde::Deserialize;
 use crate::port::NatsStoragePort;
 
 /// Server URL(s), comma separated. Default `nats://127.0.0.1:4222`.
-pub const PHOTON_NATS_URL: &str = "PHOTON_NATS_URL";
+pub const URL_ENV: &str = "PHOTON_NATS_URL";
 /// Prefix of every stream and subject this port creates (`[A-Za-z0-9-]`, 1 to 32
 /// characters). Default `photon`.
-pub const PHOTON_NATS_PREFIX: &str = "PHOTON_NATS_PREFIX";
+pub const PREFIX_ENV: &str = "PHOTON_NATS_PREFIX";
 /// Stream replicas, 1 to 5. Default 1.
-pub const PHOTON_NATS_REPLICAS: &str = "PHOTON_NATS_REPLICAS";
+pub const REPLICAS_ENV: &str = "PHOTON_NATS_REPLICAS";
 /// Retention by age, a duration (`7d`); `0` or unset keeps events regardless of age.
-pub const PHOTON_NATS_RETENTION_MAX_AGE: &str = "PHOTON_NATS_RETENTION_MAX_AGE";
+pub const RETENTION_MAX_AGE_ENV: &str = "PHOTON_NATS_RETENTION_MAX_AGE";
 /// Retention by size per stream, a size (`10GiB`); `0` or unset is unlimited.
-pub const PHOTON_NATS_RETENTION_MAX_BYTES: &str = "PHOTON_NATS_RETENTION_MAX_BYTES";
+pub const RETENTION_MAX_BYTES_ENV: &str = "PHOTON_NATS_RETENTION_MAX_BYTES";
 /// Streams (shards) per topic, 1 to 64; keys are spread over them by a stable hash.
 /// Default 1.
-pub const PHOTON_NATS_SHARDS: &str = "PHOTON_NATS_SHARDS";
+pub const SHARDS_ENV: &str = "PHOTON_NATS_SHARDS";
 /// A flag. `true` (default): `append` returns after the server's ack. `false`: once sent;
 /// a failed ack is reported by `flush()` and the next `append`.
-pub const PHOTON_NATS_SYNC_ACK: &str = "PHOTON_NATS_SYNC_ACK";
+pub const SYNC_ACK_ENV: &str = "PHOTON_NATS_SYNC_ACK";
 /// Publishes awaiting their ack at once, 1 to 65536. Default 256.
-pub const PHOTON_NATS_MAX_IN_FLIGHT: &str = "PHOTON_NATS_MAX_IN_FLIGHT";
+pub const MAX_IN_FLIGHT_ENV: &str = "PHOTON_NATS_MAX_IN_FLIGHT";
 /// Replay cursor: `stream_seq` (default: replay from a stream sequence) or `tail_only`.
-pub const PHOTON_NATS_REPLAY_CURSOR: &str = "PHOTON_NATS_REPLAY_CURSOR";
+pub const REPLAY_CURSOR_ENV: &str = "PHOTON_NATS_REPLAY_CURSOR";
 /// How long opening the port keeps trying to reach a server (retrying with a growing pause
 /// while nothing answers) before it fails, a duration. Default `30s`.
-pub const PHOTON_NATS_CONNECT_TIMEOUT: &str = "PHOTON_NATS_CONNECT_TIMEOUT";
+pub const CONNECT_TIMEOUT_ENV: &str = "PHOTON_NATS_CONNECT_TIMEOUT";
 /// A flag: `true` to apply the retention limits to dead-letter topics (`*.dlq`) too.
 /// Default `false`: dead letters are kept until deleted explicitly.
-pub const PHOTON_NATS_RETENTION_DEAD_LETTERS: &str = "PHOTON_NATS_RETENTION_DEAD_LETTERS";
+pub const RETENTION_DEAD_LETTERS_ENV: &str = "PHOTON_NATS_RETENTION_DEAD_LETTERS";
 /// Path of a NATS credentials (`.creds`) file.
-pub const PHOTON_NATS_CREDENTIALS_FILE: &str = "PHOTON_NATS_CREDENTIALS_FILE";
+pub const CREDENTIALS_FILE_ENV: &str = "PHOTON_NATS_CREDENTIALS_FILE";
 /// A flag: `true` to require TLS. Default `false`.
-pub const PHOTON_NATS_TLS_REQUIRED: &str = "PHOTON_NATS_TLS_REQUIRED";
+pub const TLS_REQUIRED_ENV: &str = "PHOTON_NATS_TLS_REQUIRED";
 /// Path of a PEM file of extra root certificates.
-pub const PHOTON_NATS_TLS_CA_FILE: &str = "PHOTON_NATS_TLS_CA_FILE";
-/// Path of the PEM client certificate (with [`PHOTON_NATS_TLS_KEY_FILE`]).
-pub const PHOTON_NATS_TLS_CERT_FILE: &str = "PHOTON_NATS_TLS_CERT_FILE";
-/// Path of the PEM client key (with [`PHOTON_NATS_TLS_CERT_FILE`]).
-pub const PHOTON_NATS_TLS_KEY_FILE: &str = "PHOTON_NATS_TLS_KEY_FILE";
+pub const TLS_CA_FILE_ENV: &str = "PHOTON_NATS_TLS_CA_FILE";
+/// Path of the PEM client certificate (with [`TLS_KEY_FILE_ENV`]).
+pub const TLS_CERT_FILE_ENV: &str = "PHOTON_NATS_TLS_CERT_FILE";
+/// Path of the PEM client key (with [`TLS_CERT_FILE_ENV`]).
+pub const TLS_KEY_FILE_ENV: &str = "PHOTON_NATS_TLS_KEY_FILE";
 
-/// Deprecated name of [`PHOTON_NATS_PREFIX`], still read.
+/// Deprecated name of [`PREFIX_ENV`], still read.
 #[deprecated(note = "use PHOTON_NATS_PREFIX, the name every adapter uses")]
 pub const PHOTON_NATS_STREAM_PREFIX: &str = "PHOTON_NATS_STREAM_PREFIX";
-/// Deprecated name of [`PHOTON_NATS_SHARDS`], still read.
+/// Deprecated name of [`SHARDS_ENV`], still read.
 #[deprecated(note = "use PHOTON_NATS_SHARDS, the name every adapter uses")]
 pub const PHOTON_NATS_STREAM_SHARDS: &str = "PHOTON_NATS_STREAM_SHARDS";
-/// Deprecated name of [`PHOTON_NATS_RETENTION_MAX_AGE`], still read.
+/// Deprecated name of [`RETENTION_MAX_AGE_ENV`], still read.
 #[deprecated(note = "use PHOTON_NATS_RETENTION_MAX_AGE, the name every adapter uses")]
 pub const PHOTON_NATS_MAX_AGE: &str = "PHOTON_NATS_MAX_AGE";
-/// Deprecated name of [`PHOTON_NATS_RETENTION_MAX_BYTES`], still read, where a one-letter
+/// Deprecated name of [`RETENTION_MAX_BYTES_ENV`], still read, where a one-letter
 /// suffix keeps its old binary meaning (`64k` = 64 KiB, `2g` = 2 GiB).
 #[deprecated(note = "use PHOTON_NATS_RETENTION_MAX_BYTES (sizes such as 2GiB)")]
 pub const PHOTON_NATS_MAX_BYTES: &str = "PHOTON_NATS_MAX_BYTES";
 
+/// Former name of [`URL_ENV`].
+#[deprecated(note = "use URL_ENV (same variable)")]
+pub const PHOTON_NATS_URL: &str = URL_ENV;
+/// Former name of [`PREFIX_ENV`].
+#[deprecated(note = "use PREFIX_ENV (same variable)")]
+pub const PHOTON_NATS_PREFIX: &str = PREFIX_ENV;
+/// Former name of [`REPLICAS_ENV`].
+#[deprecated(note = "use REPLICAS_ENV (same variable)")]
+pub const PHOTON_NATS_REPLICAS: &str = REPLICAS_ENV;
+/// Former name of [`RETENTION_MAX_AGE_ENV`].
+#[deprecated(note = "use RETENTION_MAX_AGE_ENV (same variable)")]
+pub const PHOTON_NATS_RETENTION_MAX_AGE: &str = RETENTION_MAX_AGE_ENV;
+/// Former name of [`RETENTION_MAX_BYTES_ENV`].
+#[deprecated(note = "use RETENTION_MAX_BYTES_ENV (same variable)")]
+pub const PHOTON_NATS_RETENTION_MAX_BYTES: &str = RETENTION_MAX_BYTES_ENV;
+/// Former name of [`SHARDS_ENV`].
+#[deprecated(note = "use SHARDS_ENV (same variable)")]
+pub const PHOTON_NATS_SHARDS: &str = SHARDS_ENV;
+/// Former name of [`SYNC_ACK_ENV`].
+#[deprecated(note = "use SYNC_ACK_ENV (same variable)")]
+pub const PHOTON_NATS_SYNC_ACK: &str = SYNC_ACK_ENV;
+/// Former name of [`MAX_IN_FLIGHT_ENV`].
+#[deprecated(note = "use MAX_IN_FLIGHT_ENV (same variable)")]
+pub const PHOTON_NATS_MAX_IN_FLIGHT: &str = MAX_IN_FLIGHT_ENV;
+/// Former name of [`REPLAY_CURSOR_ENV`].
+#[deprecated(note = "use REPLAY_CURSOR_ENV (same variable)")]
+pub const PHOTON_NATS_REPLAY_CURSOR: &str = REPLAY_CURSOR_ENV;
+/// Former name of [`CONNECT_TIMEOUT_ENV`].
+#[deprecated(note = "use CONNECT_TIMEOUT_ENV (same variable)")]
+pub const PHOTON_NATS_CONNECT_TIMEOUT: &str = CONNECT_TIMEOUT_ENV;
+/// Former name of [`RETENTION_DEAD_LETTERS_ENV`].
+#[deprecated(note = "use RETENTION_DEAD_LETTERS_ENV (same variable)")]
+pub const PHOTON_NATS_RETENTION_DEAD_LETTERS: &str = RETENTION_DEAD_LETTERS_ENV;
+/// Former name of [`CREDENTIALS_FILE_ENV`].
+#[deprecated(note = "use CREDENTIALS_FILE_ENV (same variable)")]
+pub const PHOTON_NATS_CREDENTIALS_FILE: &str = CREDENTIALS_FILE_ENV;
+/// Former name of [`TLS_REQUIRED_ENV`].
+#[deprecated(note = "use TLS_REQUIRED_ENV (same variable)")]
+pub const PHOTON_NATS_TLS_REQUIRED: &str = TLS_REQUIRED_ENV;
+/// Former name of [`TLS_CA_FILE_ENV`].
+#[deprecated(note = "use TLS_CA_FILE_ENV (same variable)")]
+pub const PHOTON_NATS_TLS_CA_FILE: &str = TLS_CA_FILE_ENV;
+/// Former name of [`TLS_CERT_FILE_ENV`].
+#[deprecated(note = "use TLS_CERT_FILE_ENV (same variable)")]
+pub const PHOTON_NATS_TLS_CERT_FILE: &str = TLS_CERT_FILE_ENV;
+/// Former name of [`TLS_KEY_FILE_ENV`].
+#[deprecated(note = "use TLS_KEY_FILE_ENV (same variable)")]
+pub const PHOTON_NATS_TLS_KEY_FILE: &str = TLS_KEY_FILE_ENV;
+
 /// Default server URL.
 pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
-/// Default of [`PHOTON_NATS_CONNECT_TIMEOUT`].
+/// Default of [`CONNECT_TIMEOUT_ENV`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where subscriptions may start (`stream_seq` or `tail_only` in variables and files).

@@ -9,22 +9,19 @@ use photon_core::config::{check_count, parse_duration, Alias, Env, EnvVar};
 use photon_core::{PhotonError, Result};
 
 use crate::config::{
-    redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig,
-    PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_IN_FLIGHT,
-    PHOTON_NATS_PREFIX, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
-    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_RETENTION_MAX_AGE,
-    PHOTON_NATS_RETENTION_MAX_BYTES, PHOTON_NATS_SHARDS, PHOTON_NATS_SYNC_ACK,
-    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
-    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig, CONNECT_TIMEOUT_ENV,
+    CREDENTIALS_FILE_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
+    RETENTION_DEAD_LETTERS_ENV, RETENTION_MAX_AGE_ENV, RETENTION_MAX_BYTES_ENV, SHARDS_ENV,
+    SYNC_ACK_ENV, TLS_CA_FILE_ENV, TLS_CERT_FILE_ENV, TLS_KEY_FILE_ENV, TLS_REQUIRED_ENV, URL_ENV,
 };
 
 const PREFIX: EnvVar =
-    EnvVar::new(PHOTON_NATS_PREFIX).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")]);
+    EnvVar::new(PREFIX_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")]);
 const SHARDS: EnvVar =
-    EnvVar::new(PHOTON_NATS_SHARDS).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")]);
+    EnvVar::new(SHARDS_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")]);
 const RETENTION_MAX_AGE: EnvVar =
-    EnvVar::new(PHOTON_NATS_RETENTION_MAX_AGE).aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
-const RETENTION_MAX_BYTES: EnvVar = EnvVar::new(PHOTON_NATS_RETENTION_MAX_BYTES)
+    EnvVar::new(RETENTION_MAX_AGE_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
+const RETENTION_MAX_BYTES: EnvVar = EnvVar::new(RETENTION_MAX_BYTES_ENV)
     .aliases(&[Alias::deprecated_binary_letters("PHOTON_NATS_MAX_BYTES")]);
 const REPLAY_CURSORS: [(&str, ReplayCursor); 2] = [
     ("stream_seq", ReplayCursor::StreamSeq),
@@ -61,7 +58,7 @@ impl NatsStoragePortBuilder {
             url: match &self.url {
                 Some(url) => url.clone(),
                 None => env
-                    .read(&var(PHOTON_NATS_URL), |found| {
+                    .read(&var(URL_ENV), |found| {
                         check_urls(found.name, found.text.trim())
                     })?
                     .unwrap_or(defaults.url),
@@ -74,7 +71,7 @@ impl NatsStoragePortBuilder {
             },
             replicas: count(
                 self.replicas.map(|v| v as u64),
-                &var(PHOTON_NATS_REPLICAS),
+                &var(REPLICAS_ENV),
                 REPLICAS,
                 1,
             )? as usize,
@@ -82,40 +79,40 @@ impl NatsStoragePortBuilder {
             retention_max_bytes: retention_max_bytes.filter(|bytes| *bytes > 0),
             retention_dead_letters: flag(
                 self.retention_dead_letters,
-                PHOTON_NATS_RETENTION_DEAD_LETTERS,
+                RETENTION_DEAD_LETTERS_ENV,
                 false,
             )?,
             shards: count(self.shards.map(u64::from), &SHARDS, SHARD_COUNTS, 1)? as u32,
-            sync_ack: flag(self.sync_ack, PHOTON_NATS_SYNC_ACK, true)?,
+            sync_ack: flag(self.sync_ack, SYNC_ACK_ENV, true)?,
             max_in_flight: count(
                 self.max_in_flight.map(|v| v as u64),
-                &var(PHOTON_NATS_MAX_IN_FLIGHT),
+                &var(MAX_IN_FLIGHT_ENV),
                 IN_FLIGHT,
                 256,
             )? as usize,
             replay_cursor: match self.replay_cursor {
                 Some(cursor) => cursor,
                 None => env
-                    .choice(&var(PHOTON_NATS_REPLAY_CURSOR), &REPLAY_CURSORS)?
+                    .choice(&var(REPLAY_CURSOR_ENV), &REPLAY_CURSORS)?
                     .unwrap_or_default(),
             },
             connect_timeout: match self.connect_timeout {
                 Some(timeout) => timeout,
                 None => env
-                    .read(&var(PHOTON_NATS_CONNECT_TIMEOUT), |found| {
+                    .read(&var(CONNECT_TIMEOUT_ENV), |found| {
                         check_timeout(found.name, parse_duration(found.name, &found.text)?)
                     })?
                     .unwrap_or(defaults.connect_timeout),
             },
             credentials_file: match &self.credentials_file {
                 Some(path) => Some(path.clone()),
-                None => env.path(&var(PHOTON_NATS_CREDENTIALS_FILE))?,
+                None => env.path(&var(CREDENTIALS_FILE_ENV))?,
             },
             tls: TlsConfig {
-                required: flag(self.tls_required, PHOTON_NATS_TLS_REQUIRED, false)?,
+                required: flag(self.tls_required, TLS_REQUIRED_ENV, false)?,
                 ca_file: match &self.tls_ca_file {
                     Some(path) => Some(path.clone()),
-                    None => env.path(&var(PHOTON_NATS_TLS_CA_FILE))?,
+                    None => env.path(&var(TLS_CA_FILE_ENV))?,
                 },
                 client_cert: match &self.tls_client_cert {
                     Some(pair) => Some(pair.clone()),
@@ -130,23 +127,23 @@ impl NatsStoragePortBuilder {
 
 /// The client certificate and key files, both or neither.
 fn client_cert(env: &Env) -> Result<Option<(PathBuf, PathBuf)>> {
-    let cert = env.path(&EnvVar::new(PHOTON_NATS_TLS_CERT_FILE))?;
-    let key = env.path(&EnvVar::new(PHOTON_NATS_TLS_KEY_FILE))?;
+    let cert = env.path(&EnvVar::new(TLS_CERT_FILE_ENV))?;
+    let key = env.path(&EnvVar::new(TLS_KEY_FILE_ENV))?;
     match (cert, key) {
         (Some(cert), Some(key)) => Ok(Some((cert, key))),
         (None, None) => Ok(None),
         (Some(cert), None) => Err(PhotonError::config(
-            PHOTON_NATS_TLS_KEY_FILE,
+            TLS_KEY_FILE_ENV,
             "",
             format!(
-                "a key file to go with {PHOTON_NATS_TLS_CERT_FILE}={}",
+                "a key file to go with {TLS_CERT_FILE_ENV}={}",
                 cert.display()
             ),
         )),
         (None, Some(_)) => Err(PhotonError::config(
-            PHOTON_NATS_TLS_CERT_FILE,
+            TLS_CERT_FILE_ENV,
             "",
-            format!("a certificate file to go with {PHOTON_NATS_TLS_KEY_FILE}"),
+            format!("a certificate file to go with {TLS_KEY_FILE_ENV}"),
         )),
     }
 }
@@ -228,22 +225,22 @@ mod tests {
         let config = resolve(
             NatsStoragePortBuilder::new(),
             &[
-                (PHOTON_NATS_URL, "nats://a:1,nats://b:2"),
-                (PHOTON_NATS_PREFIX, "Shop-1"),
-                (PHOTON_NATS_REPLICAS, "3"),
-                (PHOTON_NATS_RETENTION_MAX_AGE, "7d"),
-                (PHOTON_NATS_RETENTION_MAX_BYTES, "2GiB"),
-                (PHOTON_NATS_RETENTION_DEAD_LETTERS, "on"),
-                (PHOTON_NATS_SHARDS, "4"),
-                (PHOTON_NATS_SYNC_ACK, "False"),
-                (PHOTON_NATS_MAX_IN_FLIGHT, "1024"),
-                (PHOTON_NATS_REPLAY_CURSOR, "tail_only"),
-                (PHOTON_NATS_CONNECT_TIMEOUT, "250ms"),
-                (PHOTON_NATS_CREDENTIALS_FILE, "/x.creds"),
-                (PHOTON_NATS_TLS_REQUIRED, "yes"),
-                (PHOTON_NATS_TLS_CA_FILE, "/ca.pem"),
-                (PHOTON_NATS_TLS_CERT_FILE, "/c.pem"),
-                (PHOTON_NATS_TLS_KEY_FILE, "/k.pem"),
+                (URL_ENV, "nats://a:1,nats://b:2"),
+                (PREFIX_ENV, "Shop-1"),
+                (REPLICAS_ENV, "3"),
+                (RETENTION_MAX_AGE_ENV, "7d"),
+                (RETENTION_MAX_BYTES_ENV, "2GiB"),
+                (RETENTION_DEAD_LETTERS_ENV, "on"),
+                (SHARDS_ENV, "4"),
+                (SYNC_ACK_ENV, "False"),
+                (MAX_IN_FLIGHT_ENV, "1024"),
+                (REPLAY_CURSOR_ENV, "tail_only"),
+                (CONNECT_TIMEOUT_ENV, "250ms"),
+                (CREDENTIALS_FILE_ENV, "/x.creds"),
+                (TLS_REQUIRED_ENV, "yes"),
+                (TLS_CA_FILE_ENV, "/ca.pem"),
+                (TLS_CERT_FILE_ENV, "/c.pem"),
+                (TLS_KEY_FILE_ENV, "/k.pem"),
             ],
         )
         .unwrap();
@@ -284,10 +281,7 @@ mod tests {
         assert_eq!(config.retention_max_age, Some(Duration::from_secs(5400)));
         assert_eq!(config.retention_max_bytes, Some(2 << 30));
         assert_eq!(
-            refused(&[
-                (PHOTON_NATS_SHARDS, "4"),
-                ("PHOTON_NATS_STREAM_SHARDS", "2")
-            ]),
+            refused(&[(SHARDS_ENV, "4"), ("PHOTON_NATS_STREAM_SHARDS", "2")]),
             "invalid configuration PHOTON_NATS_SHARDS=\"4\": expected the same value as \
              PHOTON_NATS_STREAM_SHARDS=\"2\", an older name of this setting (or unset it)"
         );
@@ -297,10 +291,7 @@ mod tests {
     fn zero_retention_is_no_limit() {
         let config = resolve(
             NatsStoragePortBuilder::new(),
-            &[
-                (PHOTON_NATS_RETENTION_MAX_AGE, "0"),
-                (PHOTON_NATS_RETENTION_MAX_BYTES, "0"),
-            ],
+            &[(RETENTION_MAX_AGE_ENV, "0"), (RETENTION_MAX_BYTES_ENV, "0")],
         )
         .unwrap();
         assert_eq!(
@@ -318,9 +309,9 @@ mod tests {
         let config = resolve(
             builder,
             &[
-                (PHOTON_NATS_SHARDS, "8"),
-                (PHOTON_NATS_SYNC_ACK, "false"),
-                (PHOTON_NATS_URL, "nats://y:1"),
+                (SHARDS_ENV, "8"),
+                (SYNC_ACK_ENV, "false"),
+                (URL_ENV, "nats://y:1"),
             ],
         )
         .unwrap();
@@ -333,25 +324,21 @@ mod tests {
     #[test]
     fn bad_values_name_variable_and_accepted_values() {
         let cases = [
-            (PHOTON_NATS_REPLICAS, "0", "expected an integer from 1 to 5"),
-            (
-                PHOTON_NATS_REPLICAS,
-                "three",
-                "expected an integer from 1 to 5",
-            ),
-            (PHOTON_NATS_SHARDS, "65", "expected an integer from 1 to 64"),
+            (REPLICAS_ENV, "0", "expected an integer from 1 to 5"),
+            (REPLICAS_ENV, "three", "expected an integer from 1 to 5"),
+            (SHARDS_ENV, "65", "expected an integer from 1 to 64"),
             (
                 "PHOTON_NATS_STREAM_SHARDS",
                 "0",
                 "expected an integer from 1 to 64",
             ),
             (
-                PHOTON_NATS_MAX_IN_FLIGHT,
+                MAX_IN_FLIGHT_ENV,
                 "-1",
                 "expected an integer from 1 to 65536",
             ),
             (
-                PHOTON_NATS_RETENTION_MAX_AGE,
+                RETENTION_MAX_AGE_ENV,
                 "10",
                 "expected a duration with a unit",
             ),
@@ -360,20 +347,16 @@ mod tests {
                 "7 fortnights",
                 "expected a duration with a unit",
             ),
+            (RETENTION_MAX_BYTES_ENV, "lots", "expected a size in bytes"),
+            (SYNC_ACK_ENV, "maybe", "expected true or false"),
+            (TLS_REQUIRED_ENV, "2", "expected true or false"),
             (
-                PHOTON_NATS_RETENTION_MAX_BYTES,
-                "lots",
-                "expected a size in bytes",
-            ),
-            (PHOTON_NATS_SYNC_ACK, "maybe", "expected true or false"),
-            (PHOTON_NATS_TLS_REQUIRED, "2", "expected true or false"),
-            (
-                PHOTON_NATS_REPLAY_CURSOR,
+                REPLAY_CURSOR_ENV,
                 "beginning",
                 "expected stream_seq or tail_only",
             ),
             (
-                PHOTON_NATS_PREFIX,
+                PREFIX_ENV,
                 "a.b",
                 "expected 1 to 32 characters from [A-Za-z0-9-]",
             ),
@@ -383,12 +366,12 @@ mod tests {
                 "expected 1 to 32 characters from [A-Za-z0-9-]",
             ),
             (
-                PHOTON_NATS_URL,
+                URL_ENV,
                 "nats://a:1,,nats://b:2",
                 "expected one or more server URLs, comma separated",
             ),
             (
-                PHOTON_NATS_CONNECT_TIMEOUT,
+                CONNECT_TIMEOUT_ENV,
                 "0",
                 "expected a duration greater than zero, e.g. 30s",
             ),
@@ -416,12 +399,8 @@ mod tests {
 
     #[test]
     fn half_a_client_certificate_is_refused() {
-        assert!(
-            refused(&[(PHOTON_NATS_TLS_CERT_FILE, "/c.pem")]).contains(PHOTON_NATS_TLS_KEY_FILE)
-        );
-        assert!(
-            refused(&[(PHOTON_NATS_TLS_KEY_FILE, "/k.pem")]).contains(PHOTON_NATS_TLS_CERT_FILE)
-        );
+        assert!(refused(&[(TLS_CERT_FILE_ENV, "/c.pem")]).contains(TLS_KEY_FILE_ENV));
+        assert!(refused(&[(TLS_KEY_FILE_ENV, "/k.pem")]).contains(TLS_CERT_FILE_ENV));
     }
 
     #[test]

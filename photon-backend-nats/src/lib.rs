@@ -14,12 +14,12 @@
 //!
 //! How Photon maps onto JetStream:
 //! - **Connecting** keeps trying while no server answers, for `connect_timeout`
-//!   ([`PHOTON_NATS_CONNECT_TIMEOUT`], default 30 s), then fails with `Unavailable`
+//!   ([`CONNECT_TIMEOUT_ENV`], default 30 s), then fails with `Unavailable`
 //!   naming the address. Refused credentials or TLS fail at once.
 //! - **Streams**: one per topic (and shard), created on first append or subscribe, named
 //!   `<prefix>_<topic-token>_<shard>`; retention (max age, max bytes) and replicas come
 //!   from [`NatsConfig`] (settings, variables and defaults: [`NatsStoragePortBuilder`]). Dead-letter topics (`*.dlq`) get no age or size limit unless
-//!   [`PHOTON_NATS_RETENTION_DEAD_LETTERS`] is `true`. Each stream records the shard
+//!   [`RETENTION_DEAD_LETTERS_ENV`] is `true`. Each stream records the shard
 //!   count it was made with; a port configured with another count gets
 //!   `PhotonError::Config` naming both (for that topic) instead of misreading seqs. A
 //!   changed prefix is not detected: it names other streams, so the port simply starts
@@ -74,17 +74,20 @@ mod retention;
 mod topic;
 
 pub use config::{
-    NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_URL, PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE,
-    PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_PREFIX, PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS,
-    PHOTON_NATS_RETENTION_DEAD_LETTERS, PHOTON_NATS_RETENTION_MAX_AGE,
-    PHOTON_NATS_RETENTION_MAX_BYTES, PHOTON_NATS_SHARDS, PHOTON_NATS_SYNC_ACK,
-    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
-    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
+    NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig, CONNECT_TIMEOUT_ENV,
+    CREDENTIALS_FILE_ENV, DEFAULT_CONNECT_TIMEOUT, DEFAULT_URL, MAX_IN_FLIGHT_ENV, PREFIX_ENV,
+    REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_DEAD_LETTERS_ENV, RETENTION_MAX_AGE_ENV,
+    RETENTION_MAX_BYTES_ENV, SHARDS_ENV, SYNC_ACK_ENV, TLS_CA_FILE_ENV, TLS_CERT_FILE_ENV,
+    TLS_KEY_FILE_ENV, TLS_REQUIRED_ENV, URL_ENV,
 };
 #[allow(deprecated)]
 pub use config::{
-    PHOTON_NATS_MAX_AGE, PHOTON_NATS_MAX_BYTES, PHOTON_NATS_STREAM_PREFIX,
-    PHOTON_NATS_STREAM_SHARDS,
+    PHOTON_NATS_CONNECT_TIMEOUT, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_MAX_AGE,
+    PHOTON_NATS_MAX_BYTES, PHOTON_NATS_MAX_IN_FLIGHT, PHOTON_NATS_PREFIX,
+    PHOTON_NATS_REPLAY_CURSOR, PHOTON_NATS_REPLICAS, PHOTON_NATS_RETENTION_DEAD_LETTERS,
+    PHOTON_NATS_RETENTION_MAX_AGE, PHOTON_NATS_RETENTION_MAX_BYTES, PHOTON_NATS_SHARDS,
+    PHOTON_NATS_STREAM_PREFIX, PHOTON_NATS_STREAM_SHARDS, PHOTON_NATS_SYNC_ACK,
+    PHOTON_NATS_TLS_CA_FILE, PHOTON_NATS_TLS_CERT_FILE, PHOTON_NATS_TLS_KEY_FILE,
+    PHOTON_NATS_TLS_REQUIRED, PHOTON_NATS_URL,
 };
 pub use port::NatsStoragePort;

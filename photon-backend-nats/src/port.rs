@@ -16,9 +16,7 @@ use photon_core::{
 
 use crate::checkpoint::Checkpoints;
 use crate::codec::split_seq;
-use crate::config::{
-    redact_url, NatsConfig, ReplayCursor, PHOTON_NATS_CREDENTIALS_FILE, PHOTON_NATS_URL,
-};
+use crate::config::{redact_url, NatsConfig, ReplayCursor, CREDENTIALS_FILE_ENV, URL_ENV};
 use crate::error::{unavailable, LABEL};
 use crate::publish::Publisher;
 use crate::topic::{Names, Streams};
@@ -178,7 +176,7 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
     for part in config.url.split(',') {
         let address: ServerAddr = part.trim().parse().map_err(|_| {
             PhotonError::config(
-                PHOTON_NATS_URL,
+                URL_ENV,
                 redact_url(&config.url),
                 "nats://host:port URLs, comma separated",
             )
@@ -233,7 +231,7 @@ async fn connect_options(config: &NatsConfig, attempt_timeout: Duration) -> Resu
     if let Some(path) = &config.credentials_file {
         options = options.credentials_file(path).await.map_err(|err| {
             PhotonError::config(
-                PHOTON_NATS_CREDENTIALS_FILE,
+                CREDENTIALS_FILE_ENV,
                 path.display().to_string(),
                 format!("a readable NATS credentials file ({err})"),
             )

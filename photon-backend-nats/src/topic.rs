@@ -28,7 +28,7 @@ use base64::Engine as _;
 use photon_core::{CheckpointKey, PhotonError, Result};
 use tokio::sync::OnceCell;
 
-use crate::config::{NatsConfig, PHOTON_NATS_SHARDS};
+use crate::config::{NatsConfig, SHARDS_ENV};
 use crate::error::{storage, unavailable};
 use async_nats::jetstream::context::CreateStreamErrorKind;
 
@@ -324,7 +324,7 @@ impl Streams {
             return Ok(());
         }
         Err(PhotonError::config(
-            PHOTON_NATS_SHARDS,
+            SHARDS_ENV,
             self.shards.to_string(),
             format!(
                 "{stored}, the shard count stream {} was created with (another count would \

@@ -11,6 +11,8 @@
 //! - [`mem::MemStoragePort`]: the in-process port.
 //! - [`metrics`] and [`spans`]: the metrics Photon records and the tracing spans it opens.
 
+// `settings!` names this crate by its name in attributes (serde paths), also here.
+extern crate self as photon_core;
 pub mod batch;
 pub mod capabilities;
 pub mod checkpoint;

@@ -58,7 +58,7 @@ async fn backends() -> Vec<Backend> {
         port: Arc::new(sqlite),
         _directory: Some(directory),
     });
-    let url = std::env::var(photon_backend_nats::PHOTON_NATS_URL)
+    let url = std::env::var(photon_backend_nats::URL_ENV)
         .unwrap_or_else(|_| photon_backend_nats::DEFAULT_URL.to_owned());
     let prefix = format!("batch{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     match NatsStoragePort::builder()

@@ -283,7 +283,7 @@ fn sqlite_records_the_same_metrics_and_spans() {
 #[test]
 fn nats_records_the_same_metrics_and_spans() {
     check_backend("nats", || async {
-        let url = std::env::var(photon_backend_nats::PHOTON_NATS_URL)
+        let url = std::env::var(photon_backend_nats::URL_ENV)
             .unwrap_or_else(|_| photon_backend_nats::DEFAULT_URL.to_owned());
         let prefix = format!("tel{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         match NatsStoragePort::builder()

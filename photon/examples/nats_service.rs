@@ -2,7 +2,7 @@
 //! handlers, `GET /admin` for the admin snapshot, a graceful stop on SIGTERM or ctrl-c.
 //!
 //! ```sh
-//! PHOTON_NATS_URL=nats://127.0.0.1:4222 PHOTON_NATS_PREFIX=shop \
+//! URL_ENV=nats://127.0.0.1:4222 PREFIX_ENV=shop \
 //!     cargo run -p photon --example nats_service
 //! curl -X POST localhost:8080/orders -H 'content-type: application/json' \
 //!      -d '{"order_id":"o-1","item":"tea","quantity":2}'
@@ -17,6 +17,6 @@ mod common;
 use photon::nats::NatsStoragePort;
 
 fn main() -> std::process::ExitCode {
-    // The server and the stream prefix come from PHOTON_NATS_URL and PHOTON_NATS_PREFIX.
+    // The server and the stream prefix come from URL_ENV and PREFIX_ENV.
     common::main(NatsStoragePort::builder().build())
 }

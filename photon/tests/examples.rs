@@ -344,7 +344,7 @@ async fn the_sqlite_service_stops_by_itself_after_the_shipments_asked_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nats_service_serves_and_stops_on_sigterm() {
-    let url = std::env::var(photon::nats::PHOTON_NATS_URL)
+    let url = std::env::var(photon::nats::URL_ENV)
         .unwrap_or_else(|_| photon::nats::DEFAULT_URL.to_owned());
     let unique = uuid::Uuid::new_v4().simple().to_string();
     let prefix = format!("example{}", &unique[..12]);

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use photon::nats::{NatsStoragePort, DEFAULT_URL, PHOTON_NATS_URL};
+use photon::nats::{NatsStoragePort, DEFAULT_URL, URL_ENV};
 use photon::prelude::*;
 use photon::testing::{self, Recorder};
 use serde_json::json;
 
 async fn sharded_port(prefix: &str) -> Option<NatsStoragePort> {
-    let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
+    let url = std::env::var(URL_ENV).unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let connecting = NatsStoragePort::builder()
         .url(url.clone())
         .prefix(prefix)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
+use photon_backend_nats::{NatsStoragePort, NatsStoragePortBuilder, DEFAULT_URL, URL_ENV};
 use photon_core::{Result, StoragePort};
 use photon_testkit::{PortFactory, UndecodableRecord};
 
@@ -26,7 +26,7 @@ impl NatsFactory {
     /// A factory on `PHOTON_NATS_URL` (default the local server), or `None` after
     /// `skip_or_fail` when the server cannot be reached.
     pub async fn from_env(shards: u32) -> Option<Self> {
-        let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
+        let url = std::env::var(URL_ENV).unwrap_or_else(|_| DEFAULT_URL.to_owned());
         Self::on(url, shards).await
     }
 

@@ -71,7 +71,7 @@ pub async fn run(adapter: &str, options: &BenchOptions) -> Result<AdapterFigures
             .await
         }
         "nats" => {
-            let url = std::env::var(photon_backend_nats::PHOTON_NATS_URL)
+            let url = std::env::var(photon_backend_nats::URL_ENV)
                 .unwrap_or_else(|_| photon_backend_nats::DEFAULT_URL.to_owned());
             let prefix = format!(
                 "benchgroups-{}",

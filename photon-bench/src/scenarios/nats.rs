@@ -12,7 +12,7 @@ use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use futures::StreamExt;
-use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, PHOTON_NATS_URL};
+use photon_backend_nats::{NatsStoragePortBuilder, DEFAULT_URL, URL_ENV};
 use photon_core::{PhotonError, Result};
 
 use super::{compare, raw_end_to_end_rate, PhotonSide, RawClient};
@@ -25,7 +25,7 @@ use crate::report::AdapterFigures;
 /// # Errors
 /// [`PhotonError::Unavailable`] when the server cannot be reached; publish and read errors.
 pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
-    let url = std::env::var(PHOTON_NATS_URL).unwrap_or_else(|_| DEFAULT_URL.to_owned());
+    let url = std::env::var(URL_ENV).unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let port = NatsStoragePortBuilder::new()
         .url(url)

@@ -13,5 +13,7 @@ mod publish;
 mod retention;
 mod topic;
 
-pub use config::{MemConfig, MemStoragePortBuilder, PHOTON_MEM_MAX_PAYLOAD_BYTES};
+#[allow(deprecated)]
+pub use config::PHOTON_MEM_MAX_PAYLOAD_BYTES;
+pub use config::{MemConfig, MemStoragePortBuilder, MAX_PAYLOAD_BYTES_ENV};
 pub use port::MemStoragePort;
