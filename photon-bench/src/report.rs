@@ -237,7 +237,8 @@ impl ThroughputRow {
 pub struct LatencyRow {
     /// Adapter label.
     pub adapter: String,
-    /// `latency` (plaintext) or `latency_sealed` (with a transport key).
+    /// `latency` (plaintext), `latency_sealed` (with a transport key) or
+    /// `latency_executor` (publish -> handler start through the executor, plaintext).
     pub metric: String,
     /// Photon's round trips.
     pub photon: LatencyFigure,

@@ -20,6 +20,8 @@ use crate::report::{BaselineKind, Report};
 const PHOTON: RGBColor = RGBColor(0x2b, 0x6c, 0xb0);
 /// Photon with a transport key.
 const PHOTON_SEALED: RGBColor = RGBColor(0x8e, 0x44, 0xad);
+/// Photon's executor (publish -> handler start).
+const PHOTON_EXECUTOR: RGBColor = RGBColor(0x16, 0xa0, 0x85);
 /// The raw client's series.
 const RAW: RGBColor = RGBColor(0xe6, 0x7e, 0x22);
 /// A durable subscription's series.

@@ -8,7 +8,8 @@
 //! handled (executor) or committed (subscription). The batch handler takes batches of up to
 //! [`EXECUTOR_BATCH_MAX`] events (or what arrived within [`EXECUTOR_BATCH_WAIT`]) of every
 //! key, a no-op over the batch. The backlog rows time the two handlers draining events
-//! published before the executor starts, so that publishing is out of the window.
+//! published before the executor starts, so that publishing is out of the window. The
+//! latency row times publish -> handler start, one event in flight at a time.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,9 +17,11 @@ use std::time::{Duration, Instant};
 
 use photon_core::{PhotonError, Result};
 use photon_runtime::{BatchPolicy, Executor, HandlerOptions, Photon};
-use tokio::sync::Notify;
+use serde_json::json;
+use tokio::sync::{mpsc, Notify};
 
 use super::photon_side::{durable_rate, publish_all, warm_up, PhotonSide, Publishing, Sealing};
+use crate::latency::Latencies;
 use crate::measure::{per_second, BenchOptions};
 
 /// Keys the executor measurement spreads its events over.
@@ -77,6 +80,55 @@ impl PhotonSide {
         Ok(rate)
     }
 
+    /// Publish -> handler start through the executor (plaintext), one event in flight at a
+    /// time as [`PhotonSide::latency`] times the subscription's: each sample runs from
+    /// before the publish to the instant the handler starts on the event.
+    ///
+    /// # Errors
+    /// The port's errors; a handler that does not start within 300 s.
+    pub async fn executor_latency(
+        &self,
+        options: &BenchOptions,
+        round: usize,
+    ) -> Result<Latencies> {
+        let photon = self.photon(Sealing::Plain);
+        let topic = self.topic(Sealing::Plain, "executor-latency", round);
+        let (started_tx, mut started) = mpsc::unbounded_channel::<Instant>();
+        let executor = photon
+            .executor()
+            .handler_with(
+                HandlerOptions::new("bench-latency", &topic),
+                move |_event: photon_core::Event| {
+                    let _ = started_tx.send(Instant::now());
+                    async {}
+                },
+            )
+            .start()?;
+        let measured = async {
+            // A first round trip sets the subscription up (brokers do it lazily).
+            photon
+                .publish(&topic, None, json!(null), options.payload(0))
+                .await?;
+            handler_start(&mut started).await?;
+            let mut latencies = Latencies::default();
+            for i in 0..options.latency_share(round) {
+                let published = Instant::now();
+                photon
+                    .publish(&topic, None, json!(null), options.payload(i))
+                    .await?;
+                let handled = handler_start(&mut started).await?;
+                latencies.record(handled.saturating_duration_since(published));
+            }
+            Ok(latencies)
+        }
+        .await;
+        let stopped = executor.shutdown().await;
+        let latencies = measured?;
+        stopped?;
+        self.done_with(&topic).await?;
+        Ok(latencies)
+    }
+
     /// The same events through a durable subscription, acknowledged one by one
     /// (plaintext): the executor's baseline.
     ///
@@ -94,6 +146,21 @@ impl PhotonSide {
         .await?;
         self.done_with(&topic).await?;
         Ok(rate)
+    }
+}
+
+/// When the latency handler started on the next event.
+async fn handler_start(started: &mut mpsc::UnboundedReceiver<Instant>) -> Result<Instant> {
+    match tokio::time::timeout(MEASUREMENT_DEADLINE, started.recv()).await {
+        Ok(Some(instant)) => Ok(instant),
+        Ok(None) => Err(PhotonError::InvalidInput(
+            "the bench latency handler stopped".into(),
+        )),
+        Err(_) => Err(PhotonError::Timeout {
+            operation: "bench executor latency".into(),
+            waited: MEASUREMENT_DEADLINE,
+            missing: "the handler's start on a published event".into(),
+        }),
     }
 }
 

@@ -105,7 +105,8 @@ fn no_batches() -> photon_core::PhotonError {
 /// sealed beside the raw client, the executor beside a durable subscription, the executor's
 /// batch handler beside its single-event handler, and the replay
 /// of one key of 64 beside the replay of the whole topic (what a keyed subscription pays
-/// for the other keys' records); each over `options.rounds` rounds, the sides taking turns
+/// for the other keys' records), and the round trips of the subscription and of the
+/// executor (publish -> handler start) beside the raw client's; each over `options.rounds` rounds, the sides taking turns
 /// at going first.
 ///
 /// # Errors
@@ -255,7 +256,20 @@ pub(crate) async fn compare(
     )
     .await?;
     let raw_figure = latency_figure(&raw_latencies);
-    for (metric, rounds) in [("latency", plain), ("latency_sealed", sealed)] {
+    let [executor] = in_turns(
+        "executor round trip",
+        rounds,
+        events,
+        [side("executor", |r| {
+            photon.executor_latency(options, r).boxed_local()
+        })],
+    )
+    .await?;
+    for (metric, rounds) in [
+        ("latency", plain),
+        ("latency_sealed", sealed),
+        ("latency_executor", executor),
+    ] {
         figures.latency.push(LatencyRow {
             adapter: adapter.to_owned(),
             metric: metric.to_owned(),
