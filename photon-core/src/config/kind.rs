@@ -40,11 +40,14 @@ pub trait Kind {
     /// # Errors
     /// [`PhotonError::Config`] naming the field.
     fn parse(field: &str, text: &str) -> Result<Self::Value>;
-    /// Refuses a value that was set in code and cannot work.
+    /// Refuses a value that was set in code and cannot work; every value of a kind
+    /// without bounds works.
     ///
     /// # Errors
     /// [`PhotonError::Config`] naming the field.
-    fn check(field: &str, value: &Self::Value) -> Result<()>;
+    fn check(_field: &str, _value: &Self::Value) -> Result<()> {
+        Ok(())
+    }
     /// The value a config file's `null` stands for, where the kind has one.
     fn null() -> Option<Self::Value> {
         None
@@ -87,9 +90,6 @@ impl Kind for Text {
     fn parse(_field: &str, text: &str) -> Result<String> {
         Ok(text.trim().to_owned())
     }
-    fn check(_field: &str, _value: &String) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// A file path.
@@ -112,9 +112,6 @@ impl Kind for FilePath {
     fn parse(_field: &str, text: &str) -> Result<PathBuf> {
         Ok(PathBuf::from(text.trim()))
     }
-    fn check(_field: &str, _value: &PathBuf) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// A duration, zero included (a wait that may be none).
@@ -136,9 +133,6 @@ impl Kind for AnyDuration {
     }
     fn parse(field: &str, text: &str) -> Result<Duration> {
         parse_duration(field, text)
-    }
-    fn check(_field: &str, _value: &Duration) -> Result<()> {
-        Ok(())
     }
 }
 
@@ -290,9 +284,6 @@ impl Kind for Flag {
     fn parse(field: &str, text: &str) -> Result<bool> {
         parse_flag(field, text)
     }
-    fn check(_field: &str, _value: &bool) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// A type set by one of a fixed list of words.
@@ -325,9 +316,6 @@ impl<T: Choices> Kind for Choice<T> {
     }
     fn parse(field: &str, text: &str) -> Result<T> {
         parse_choice(field, text, T::CHOICES)
-    }
-    fn check(_field: &str, _value: &T) -> Result<()> {
-        Ok(())
     }
 }
 
