@@ -30,19 +30,13 @@ impl Kind for ConnectionString {
         value
     }
     fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        let url = Text::read(env, var)?;
-        if let Some(url) = &url {
-            check_url(var.name, url)?;
-        }
-        Ok(url)
+        Text::read(env, var)
     }
     fn parse(field: &str, text: &str) -> Result<String> {
-        let url = Text::parse(field, text)?;
-        check_url(field, &url)?;
-        Ok(url)
+        Text::parse(field, text)
     }
-    fn check(field: &str, value: &String) -> Result<()> {
-        check_url(field, value)
+    fn check(name: &str, url: &String) -> Result<()> {
+        crate::connection::check_url(name, url)
     }
     fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&redact(value), f)
@@ -65,19 +59,23 @@ impl Kind for SchemaName {
         value
     }
     fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        let schema = Text::read(env, var)?;
-        if let Some(schema) = &schema {
-            check_schema(var.name, schema)?;
-        }
-        Ok(schema)
+        Text::read(env, var)
     }
     fn parse(field: &str, text: &str) -> Result<String> {
-        let schema = Text::parse(field, text)?;
-        check_schema(field, &schema)?;
-        Ok(schema)
+        Text::parse(field, text)
     }
-    fn check(field: &str, value: &String) -> Result<()> {
-        check_schema(field, value)
+    fn check(name: &str, schema: &String) -> Result<()> {
+        let accepted = !schema.is_empty()
+            && schema.len() <= MAX_SCHEMA_LEN
+            && !schema.starts_with(|c: char| c.is_ascii_digit())
+            && schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if accepted {
+            Ok(())
+        } else {
+            Err(PhotonError::config(name, schema, SCHEMA_FORM))
+        }
     }
 }
 
@@ -97,56 +95,26 @@ impl Kind for LockTimeout {
         value
     }
     fn read(env: &Env, var: &EnvVar) -> Result<Option<Duration>> {
-        let timeout = PositiveDuration::read(env, var)?;
-        if let Some(timeout) = timeout {
-            check_lock_timeout(var.name, timeout)?;
-        }
-        Ok(timeout)
+        PositiveDuration::read(env, var)
     }
     fn parse(field: &str, text: &str) -> Result<Duration> {
-        let timeout = PositiveDuration::parse(field, text)?;
-        check_lock_timeout(field, timeout)?;
-        Ok(timeout)
+        PositiveDuration::parse(field, text)
     }
-    fn check(field: &str, value: &Duration) -> Result<()> {
-        PositiveDuration::check(field, value)?;
-        check_lock_timeout(field, *value)
+    fn check(name: &str, timeout: &Duration) -> Result<()> {
+        PositiveDuration::check(name, timeout)?;
+        if *timeout > MAX_LOCK_TIMEOUT {
+            return Err(PhotonError::config(
+                name,
+                format!("{timeout:?}"),
+                format!("a duration of at most {}ms", MAX_LOCK_TIMEOUT.as_millis()),
+            ));
+        }
+        Ok(())
     }
-}
-
-fn check_lock_timeout(name: &str, timeout: Duration) -> Result<()> {
-    if timeout > MAX_LOCK_TIMEOUT {
-        return Err(PhotonError::config(
-            name,
-            format!("{timeout:?}"),
-            format!("a duration of at most {}ms", MAX_LOCK_TIMEOUT.as_millis()),
-        ));
-    }
-    Ok(())
 }
 
 /// PostgreSQL's largest `lock_timeout` (an `int` of milliseconds).
 const MAX_LOCK_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
-
-/// Refuses a connection string PostgreSQL cannot read, or a refused TLS parameter; the
-/// refused value is shown without its password.
-fn check_url(variable: &str, url: &str) -> Result<()> {
-    crate::connection::check_url(variable, url)
-}
-
-fn check_schema(variable: &str, schema: &str) -> Result<()> {
-    let accepted = !schema.is_empty()
-        && schema.len() <= MAX_SCHEMA_LEN
-        && !schema.starts_with(|c: char| c.is_ascii_digit())
-        && schema
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if accepted {
-        Ok(())
-    } else {
-        Err(PhotonError::config(variable, schema, SCHEMA_FORM))
-    }
-}
 
 /// The connection string with its password replaced by `***` (URL and `key=value` forms).
 pub(crate) fn redact(url: &str) -> String {

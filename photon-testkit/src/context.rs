@@ -176,6 +176,30 @@ where
     items
 }
 
+/// Polls `observe` until it reports what a scenario waits for (`Ok`), within
+/// [`DEADLINE`]: for state a scenario can look at but not be woken by (leases in the
+/// store, a delivery's ownership).
+///
+/// # Panics
+/// When the deadline passes first, with `what` and the last state `observe` described.
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut observe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match observe().await {
+            Ok(value) => return value,
+            Err(state) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: not within {DEADLINE:?}; last seen: {state}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Asserts that nothing more arrives on a stream within `quiet`.
 ///
 /// # Panics

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::env::{Env, EnvVar};
 use super::parse::{
-    check_count, choice_form, parse_choice, parse_count, parse_duration, parse_flag, parse_size,
+    check_count, either, parse_choice, parse_count, parse_duration, parse_flag, parse_size,
 };
 use crate::error::{PhotonError, Result};
 
@@ -29,23 +29,24 @@ pub trait Kind {
     fn form() -> String;
     /// The setter's value as the config holds it.
     fn set(value: Self::Set) -> Self::Value;
-    /// The value of `var` in `env`, `None` when unset.
+    /// The value of `var` in `env`, `None` when unset; its bounds are [`Kind::check`]'s.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the variable of a value that is not accepted.
+    /// [`PhotonError::Config`] naming the variable of a value that does not parse.
     fn read(env: &Env, var: &EnvVar) -> Result<Option<Self::Value>>;
     /// A value written in a config file (as text: numbers and flags are written out),
-    /// `field` naming it in the error.
+    /// `field` naming it in the error; its bounds are [`Kind::check`]'s.
     ///
     /// # Errors
     /// [`PhotonError::Config`] naming the field.
     fn parse(field: &str, text: &str) -> Result<Self::Value>;
-    /// Refuses a value that was set in code and cannot work; every value of a kind
-    /// without bounds works.
+    /// Refuses a value that parses but cannot work, naming where it came from (`name`: the
+    /// variable, the config file's field or the builder's setter); every value of a kind
+    /// without bounds works. `settings!` applies it once to every value it resolves.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming the field.
-    fn check(_field: &str, _value: &Self::Value) -> Result<()> {
+    /// [`PhotonError::Config`] naming `name`.
+    fn check(_name: &str, _value: &Self::Value) -> Result<()> {
         Ok(())
     }
     /// The value a config file's `null` stands for, where the kind has one.
@@ -59,6 +60,28 @@ pub trait Kind {
     fn debug(value: &Self::Value, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(value, f)
     }
+}
+
+/// A value resolved for a setting of kind `K`: the builder's (`set`, named by the field)
+/// or else `env`'s (named by the variable), checked; `None` when neither holds one.
+///
+/// # Errors
+/// [`PhotonError::Config`] naming the field or the variable of a value that does not
+/// parse or is refused by [`Kind::check`].
+pub fn resolve<K: Kind>(
+    field: &str,
+    set: Option<K::Value>,
+    env: &Env,
+    var: &EnvVar,
+) -> Result<Option<K::Value>> {
+    let (value, name) = match set {
+        Some(value) => (Some(value), field),
+        None => (K::read(env, var)?, var.name),
+    };
+    if let Some(value) = &value {
+        K::check(name, value)?;
+    }
+    Ok(value)
 }
 
 /// A value shown in `Debug` as its kind says ([`Kind::debug`]).
@@ -151,29 +174,20 @@ impl Kind for PositiveDuration {
         value
     }
     fn read(env: &Env, var: &EnvVar) -> Result<Option<Duration>> {
-        let value = env.duration(var)?;
-        if let Some(value) = value {
-            positive(var.name, value)?;
-        }
-        Ok(value)
+        AnyDuration::read(env, var)
     }
     fn parse(field: &str, text: &str) -> Result<Duration> {
-        positive(field, parse_duration(field, text)?)
+        AnyDuration::parse(field, text)
     }
-    fn check(field: &str, value: &Duration) -> Result<()> {
-        positive(field, *value).map(drop)
-    }
-}
-
-fn positive(name: &str, value: Duration) -> Result<Duration> {
-    if value.is_zero() {
-        Err(PhotonError::config(
-            name,
-            "0",
-            "a duration greater than zero",
-        ))
-    } else {
-        Ok(value)
+    fn check(name: &str, value: &Duration) -> Result<()> {
+        if value.is_zero() {
+            return Err(PhotonError::config(
+                name,
+                "0",
+                "a duration greater than zero",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -213,9 +227,9 @@ where
     fn parse(field: &str, text: &str) -> Result<T> {
         narrow(field, parse_count(field, text, Self::range())?)
     }
-    fn check(field: &str, value: &T) -> Result<()> {
+    fn check(name: &str, value: &T) -> Result<()> {
         let count = u64::try_from(*value).unwrap_or(u64::MAX);
-        check_count(field, count, Self::range()).map(drop)
+        check_count(name, count, Self::range()).map(drop)
     }
 }
 
@@ -242,21 +256,16 @@ where
     }
     fn read(env: &Env, var: &EnvVar) -> Result<Option<T>> {
         env.size(var)?
-            .map(|bytes| at_least::<T, MIN>(var.name, bytes))
+            .map(|bytes| narrow(var.name, bytes))
             .transpose()
     }
     fn parse(field: &str, text: &str) -> Result<T> {
-        at_least::<T, MIN>(field, parse_size(field, text)?)
+        narrow(field, parse_size(field, text)?)
     }
-    fn check(field: &str, value: &T) -> Result<()> {
+    fn check(name: &str, value: &T) -> Result<()> {
         let bytes = u64::try_from(*value).unwrap_or(u64::MAX);
-        check_count(field, bytes, MIN..=u64::MAX).map(drop)
+        check_count(name, bytes, MIN..=u64::MAX).map(drop)
     }
-}
-
-fn at_least<T: TryFrom<u64>, const MIN: u64>(name: &str, bytes: u64) -> Result<T> {
-    check_count(name, bytes, MIN..=u64::MAX)?;
-    narrow(name, bytes)
 }
 
 fn narrow<T: TryFrom<u64>>(name: &str, value: u64) -> Result<T> {
@@ -301,12 +310,12 @@ impl<T: Choices> Kind for Choice<T> {
     type Set = T;
 
     fn form() -> String {
-        let words: Vec<(String, ())> = T::CHOICES
-            .iter()
-            .map(|(word, _)| (format!("`{word}`"), ()))
-            .collect();
-        let words: Vec<(&str, ())> = words.iter().map(|(word, _)| (word.as_str(), ())).collect();
-        choice_form(&words)
+        either(
+            T::CHOICES
+                .iter()
+                .map(|(word, _)| format!("`{word}`"))
+                .collect(),
+        )
     }
     fn set(value: T) -> T {
         value
@@ -339,10 +348,8 @@ impl<K: Kind> Kind for Optional<K> {
     fn parse(field: &str, text: &str) -> Result<Option<K::Value>> {
         K::parse(field, text).map(Some)
     }
-    fn check(field: &str, value: &Option<K::Value>) -> Result<()> {
-        value
-            .as_ref()
-            .map_or(Ok(()), |value| K::check(field, value))
+    fn check(name: &str, value: &Option<K::Value>) -> Result<()> {
+        value.as_ref().map_or(Ok(()), |value| K::check(name, value))
     }
     fn null() -> Option<Option<K::Value>> {
         Some(None)
@@ -398,8 +405,8 @@ pub fn present<'de, D: serde::Deserializer<'de>>(
     Option::<RawSetting>::deserialize(deserializer).map(Some)
 }
 
-/// A config file's value of `field`, read by kind `K`: absent is `None` (the default
-/// applies), `null` is what the kind takes it for.
+/// A config file's value of `field`, read and checked by kind `K`: absent is `None` (the
+/// default applies), `null` is what the kind takes it for.
 ///
 /// # Errors
 /// [`PhotonError::Config`] naming the field.
@@ -412,7 +419,11 @@ pub fn from_file<K: Kind>(
         Some(None) => K::null()
             .map(Some)
             .ok_or_else(|| PhotonError::config(field, "null", K::form())),
-        Some(Some(raw)) => K::parse(field, &raw.text()).map(Some),
+        Some(Some(raw)) => {
+            let value = K::parse(field, &raw.text())?;
+            K::check(field, &value)?;
+            Ok(Some(value))
+        }
     }
 }
 

@@ -134,9 +134,13 @@ pub fn parse_choice<T: Copy>(variable: &str, text: &str, choices: &[(&str, T)]) 
 
 /// `"a or b"`, `"a, b or c"`.
 pub(crate) fn choice_form<T>(choices: &[(&str, T)]) -> String {
-    let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
+    either(choices.iter().map(|(word, _)| (*word).to_owned()).collect())
+}
+
+/// The words joined as alternatives: `"a or b"`, `"a, b or c"`.
+pub(crate) fn either(words: Vec<String>) -> String {
     match words.split_last() {
-        Some((last, [])) => (*last).to_owned(),
+        Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         None => "nothing".to_owned(),
     }

@@ -21,7 +21,8 @@
 ///   docs; and `check_settings`, the checks of values set in
 ///   code;
 /// - the builder: a setter per setting (taking `impl Into<_>` when the row says `into`),
-///   and `resolve(&Env)`, builder value > variable (or an alias) > default, then checked.
+///   and `resolve(&Env)`, builder value > variable (or an alias) > default, each value set
+///   or read checked once ([`resolve`](crate::config::resolve)).
 ///
 /// Kinds are the types of [`crate::config`] that implement [`Kind`](crate::config::Kind); a port's own words are a
 /// [`Choices`](crate::config::Choices) type read with [`Choice`](crate::config::Choice).
@@ -188,26 +189,22 @@ macro_rules! settings {
                 }
             )*
 
-            /// Builder values, then `env`'s variables, then the defaults; then checked.
+            /// Builder values, then `env`'s variables, then the defaults; each value set or
+            /// read is checked once, named by its field or its variable.
             ///
             /// # Errors
             /// [`PhotonError::Config`]($crate::PhotonError::Config) naming the variable or
             /// the field of a value that is not accepted.
             pub fn resolve(self, env: &$crate::config::Env) -> $crate::Result<$Config> {
                 let defaults = $Config::default();
-                let config = $Config {
-                    $($field: match self.$field {
-                        Some(value) => value,
-                        None => {
-                            const VAR: $crate::config::EnvVar = $crate::config::EnvVar::new($var)
-                                $(.aliases(&[$($alias),*]))?;
-                            <$kind as $crate::config::Kind>::read(env, &VAR)?
-                                .unwrap_or(defaults.$field)
-                        }
+                Ok($Config {
+                    $($field: {
+                        const VAR: $crate::config::EnvVar = $crate::config::EnvVar::new($var)
+                            $(.aliases(&[$($alias),*]))?;
+                        $crate::config::resolve::<$kind>(stringify!($field), self.$field, env, &VAR)?
+                            .unwrap_or(defaults.$field)
                     },)*
-                };
-                config.check_settings()?;
-                Ok(config)
+                })
             }
         }
     };

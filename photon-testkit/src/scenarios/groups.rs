@@ -15,7 +15,7 @@ use photon_core::{DeliveryStream, GroupCoordination, GroupRequest, PhotonError, 
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use crate::context::{assert_quiet, take_exact, Context, DEADLINE};
+use crate::context::{assert_quiet, eventually, take_exact, Context, DEADLINE};
 use crate::scenarios::{publish_keyed, publish_over};
 
 /// What members of one group handled, in handling order: `(member, key, i)`.
@@ -112,8 +112,8 @@ async fn split_between(
     let scope = GroupScope::new(ctx.subscription(group), topic);
     let partitions = partition_count(port, topic);
     let fair = partitions as usize / members.len();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    let what = format!("group {group} on {topic}: partitions split between members {members:?}");
+    eventually(&what, || async {
         let leases = coordination.leases(&scope).await.unwrap();
         let owned: Vec<HashSet<u32>> = members
             .iter()
@@ -128,14 +128,12 @@ async fn split_between(
             .collect();
         let held: usize = owned.iter().map(HashSet::len).sum();
         if held == partitions as usize && owned.iter().all(|own| own.len() >= fair) {
-            return owned;
+            Ok(owned)
+        } else {
+            Err(format!("{leases:?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "group {group} on {topic}: partitions not split between members {members:?} within {DEADLINE:?}: {leases:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 /// Waits until no lease of `group` on `topic` is live: the members left, each after
@@ -151,18 +149,16 @@ async fn all_released(
 ) {
     let coordination = coordination(port);
     let scope = GroupScope::new(ctx.subscription(group), topic);
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    let what = format!("group {group} on {topic}: every lease released after the members left");
+    eventually(&what, || async {
         let leases = coordination.leases(&scope).await.unwrap();
         if leases.iter().all(|lease| !lease.live) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("{leases:?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "group {group} on {topic}: leases still live after the members left: {leases:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }
 
 /// `per_member` key names for each of the given partition sets, each key living in its
@@ -490,14 +486,14 @@ pub async fn group_lost_lease_is_fenced(ctx: Context) {
         intruder_epoch.expect("the intruder takes the lease within 50 tries");
     // The member's next renewal (within one heartbeat) finds the lease gone; the delivery
     // stops being current then.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while delivery.ack.current() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the member still counts the moved lease as its own after {DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the member gives up the moved lease", || async {
+        if delivery.ack.current() {
+            Err("the delivery is still current".to_owned())
+        } else {
+            Ok(())
+        }
+    })
+    .await;
     match delivery.ack.ack().await {
         Err(PhotonError::Fenced {
             partition: p,
