@@ -2,10 +2,12 @@
 //! tests and the multi-process composition mode: each returns what broke, one line per
 //! finding, so a caller can assert that nothing did or report every finding at once.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
-use crate::group_processes::Handling;
+use photon_core::group::partition_of;
+
+use crate::group_processes::{Handling, LEASE};
 
 /// One owner run: member incarnation, partition, epoch.
 type OwnerRun = ((String, u32), u32, u64);
@@ -122,26 +124,176 @@ pub(crate) fn repeats_not_under_later_epochs(handled: &[Handling]) -> Vec<String
     broken
 }
 
-/// The longest time from losing a member (kill or freeze) to another run's first start of
-/// each partition the lost run handled, over the partitions that had work left.
-pub(crate) fn worst_takeover(handled: &[Handling], lost: &[((String, u32), i64)]) -> Duration {
-    let mut worst = 0;
+/// For each lost member (killed, or frozen past its lease, while another member ran) and
+/// each partition it handled: the time from when the partition had work and no owner to
+/// another run's first start of it, over the bound (the lease + 2 s). Work is the earliest
+/// event of the partition not completed before the member was lost; a later kill or freeze
+/// of any member (the one about to take over, say) starts the clock again. A member that
+/// runs at most `slots` attempts at once (one on the raw stream, the executor's parallelism
+/// for a handler) may be busy with the events of its other partitions: the time all its
+/// slots were taken is its backlog, not the takeover, and is left out.
+pub(crate) fn slow_takeovers(
+    handled: &[Handling],
+    lost: &[((String, u32), i64)],
+    faults: &[i64],
+    published: &BTreeMap<i64, (String, i64)>,
+    partitions: u32,
+    slots: Option<usize>,
+) -> Vec<String> {
+    let limit = i64::try_from((LEASE + Duration::from_secs(2)).as_nanos()).unwrap_or(i64::MAX);
+    let mut slow = Vec::new();
     for (run, at) in lost {
-        let partitions: BTreeSet<u32> = handled
+        let owned: BTreeSet<u32> = handled
             .iter()
             .filter(|h| &h.run == run && h.start < *at)
             .map(|h| h.partition)
             .collect();
-        for partition in partitions {
-            let next = handled
+        for partition in owned {
+            let finished: HashSet<i64> = handled
+                .iter()
+                .filter(|h| h.partition == partition && h.end.is_some_and(|end| end < *at))
+                .map(|h| h.seq)
+                .collect();
+            let work = published
+                .iter()
+                .filter(|(seq, (key, _))| {
+                    partition_of(Some(key), **seq, partitions) == partition
+                        && !finished.contains(seq)
+                })
+                .map(|(_, (_, stored))| *stored)
+                .min();
+            let Some(work) = work else {
+                continue;
+            };
+            let Some(next) = handled
                 .iter()
                 .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
-                .map(|h| h.start)
-                .min();
-            if let Some(next) = next {
-                worst = worst.max(next - at);
+                .min_by_key(|h| h.start)
+            else {
+                continue;
+            };
+            let later_fault = faults
+                .iter()
+                .filter(|fault| **fault > *at && **fault < next.start)
+                .max()
+                .copied();
+            let ready = work.max(*at).max(later_fault.unwrap_or(*at));
+            let backlog = slots.map_or(0, |slots| {
+                saturated(handled, &next.run, slots, ready, next.start)
+            });
+            let waited = next.start - ready - backlog;
+            if waited > limit {
+                slow.push(format!(
+                    "partition {partition} of {run:?} taken over by {:?} {} ms after it had work and no owner ({} ms more with every slot handling other events)",
+                    next.run,
+                    waited / 1_000_000,
+                    backlog / 1_000_000
+                ));
             }
         }
     }
-    Duration::from_nanos(u64::try_from(worst).unwrap_or(0))
+    slow
+}
+
+/// How long `run` had at least `slots` attempts running between `from` and `to`.
+fn saturated(handled: &[Handling], run: &(String, u32), slots: usize, from: i64, to: i64) -> i64 {
+    let mut changes: Vec<(i64, i64)> = handled
+        .iter()
+        .filter(|h| &h.run == run && h.start < to)
+        .map(|h| (h.start.max(from), h.end.unwrap_or(to).min(to)))
+        .filter(|(start, end)| start < end)
+        .flat_map(|(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // At one instant an attempt ending frees its slot before the next one takes it.
+    changes.sort_unstable();
+    let (mut total, mut running, mut since) = (0, 0_i64, from);
+    for (at, change) in changes {
+        if running >= slots as i64 {
+            total += at - since;
+        }
+        running += change;
+        since = at;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    fn handling(run: &str, partition: u32, seq: i64, start: i64, end: i64) -> Handling {
+        Handling {
+            run: (run.to_owned(), 0),
+            partition,
+            epoch: 1,
+            key: String::new(),
+            seq,
+            start: start * MS,
+            end: Some(end * MS),
+            acked: true,
+        }
+    }
+
+    #[test]
+    fn saturated_counts_only_the_time_every_slot_was_taken() {
+        let run = ("b".to_owned(), 0);
+        let handled = [
+            handling("b", 0, 1, 0, 100),
+            handling("b", 0, 2, 50, 150),
+            handling("b", 0, 3, 100, 200),
+        ];
+        assert_eq!(saturated(&handled, &run, 1, 0, 200 * MS), 200 * MS);
+        assert_eq!(saturated(&handled, &run, 2, 0, 200 * MS), 100 * MS);
+        assert_eq!(saturated(&handled, &run, 3, 0, 200 * MS), 0);
+        assert_eq!(saturated(&handled, &run, 1, 120 * MS, 180 * MS), 60 * MS);
+    }
+
+    #[test]
+    fn slow_takeovers_measure_from_the_last_fault_and_leave_out_the_backlog() {
+        let limit = (LEASE + Duration::from_secs(2)).as_millis() as i64;
+        let lost = [(("a".to_owned(), 0), 1_000 * MS)];
+        let mut published = BTreeMap::new();
+        let key = (0..)
+            .map(|n| format!("k{n}"))
+            .find(|key| partition_of(Some(key), 2, 4) == 3)
+            .unwrap();
+        published.insert(2, (key.clone(), 0));
+        let taken_at = |start: i64| {
+            vec![
+                handling("a", 3, 1, 0, 10),
+                Handling {
+                    key: key.clone(),
+                    ..handling("b", 3, 2, start, start + 10)
+                },
+            ]
+        };
+        let late = 1_000 + limit + 1;
+        let slow = slow_takeovers(&taken_at(late), &lost, &[], &published, 4, None);
+        assert_eq!(slow.len(), 1, "{slow:?}");
+        assert!(slow[0].starts_with("partition 3 of (\"a\", 0)"), "{slow:?}");
+        let in_time = 1_000 + limit - 1;
+        assert_eq!(
+            slow_takeovers(&taken_at(in_time), &lost, &[], &published, 4, None),
+            Vec::<String>::new()
+        );
+        // A kill of the member about to take over starts the clock again.
+        let refault = [2_000 * MS];
+        assert_eq!(
+            slow_takeovers(&taken_at(late), &lost, &refault, &published, 4, None),
+            Vec::<String>::new()
+        );
+        // Time the new owner's only slot was busy elsewhere is its backlog.
+        let mut busy = taken_at(late);
+        busy.push(handling("b", 1, 9, 1_000, 1_500));
+        assert_eq!(
+            slow_takeovers(&busy, &lost, &[], &published, 4, Some(1)),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            slow_takeovers(&busy, &lost, &[], &published, 4, Some(2)).len(),
+            1
+        );
+    }
 }

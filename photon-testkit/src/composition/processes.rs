@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use photon_core::group::partition_of;
 
 use crate::group_checks::{
-    order_per_run, overlapping, repeats_not_under_later_epochs, zombie_starts,
+    order_per_run, overlapping, repeats_not_under_later_epochs, slow_takeovers, zombie_starts,
 };
 use crate::group_processes::{
     all_steps, handlings, now_ns, one_at_a_time, read_published_at, GroupProcesses, Handling, Plan,
@@ -469,13 +469,10 @@ impl GroupProcesses {
             .map(|(_, at)| *at)
             .chain(freezes.iter().map(|(_, from, _)| *from))
             .collect();
+        // A member of the raw stream handles one event at a time.
+        let slots = (schedule.kind == MemberKind::Stream).then_some(1);
         findings.extend(slow_takeovers(
-            &handled,
-            &lost,
-            &faults,
-            &published,
-            partitions,
-            schedule.kind == MemberKind::Stream,
+            &handled, &lost, &faults, &published, partitions, slots,
         ));
 
         if findings.is_empty() {
@@ -575,97 +572,4 @@ fn late_acknowledgements(handled: &[Handling]) -> Vec<String> {
             ))
         })
         .collect()
-}
-
-/// For each lost member (killed, or frozen past its lease, while another member ran) and
-/// each partition it handled: the time from when the partition had work and no owner to
-/// another run's first start of it. Work is the earliest event of the partition not
-/// completed before the member was lost; a later kill or freeze of any member (the one
-/// about to take over, say) starts the clock again. A member of the raw stream handles one event at a
-/// time (`sequential`): the time the taking run spent handling other events in between is
-/// its backlog, not the takeover, and is left out. The bound is the lease + 2 s.
-fn slow_takeovers(
-    handled: &[Handling],
-    lost: &[((String, u32), i64)],
-    faults: &[i64],
-    published: &BTreeMap<i64, (String, i64)>,
-    partitions: u32,
-    sequential: bool,
-) -> Vec<String> {
-    let limit = i64::try_from((LEASE + Duration::from_secs(2)).as_nanos()).unwrap_or(i64::MAX);
-    let mut slow = Vec::new();
-    for (run, at) in lost {
-        let owned: BTreeSet<u32> = handled
-            .iter()
-            .filter(|h| &h.run == run && h.start < *at)
-            .map(|h| h.partition)
-            .collect();
-        for partition in owned {
-            let finished: HashSet<i64> = handled
-                .iter()
-                .filter(|h| h.partition == partition && h.end.is_some_and(|end| end < *at))
-                .map(|h| h.seq)
-                .collect();
-            let work = published
-                .iter()
-                .filter(|(seq, (key, _))| {
-                    partition_of(Some(key), **seq, partitions) == partition
-                        && !finished.contains(seq)
-                })
-                .map(|(_, (_, stored))| *stored)
-                .min();
-            let Some(work) = work else {
-                continue;
-            };
-            let Some(next) = handled
-                .iter()
-                .filter(|h| h.partition == partition && h.start > *at && &h.run != run)
-                .min_by_key(|h| h.start)
-            else {
-                continue;
-            };
-            let later_fault = faults
-                .iter()
-                .filter(|fault| **fault > *at && **fault < next.start)
-                .max()
-                .copied();
-            let ready = work.max(*at).max(later_fault.unwrap_or(*at));
-            let backlog = if sequential {
-                busy(handled, &next.run, ready, next.start)
-            } else {
-                0
-            };
-            let waited = next.start - ready - backlog;
-            if waited > limit {
-                slow.push(format!(
-                    "partition {partition} of {run:?} taken over by {:?} {} ms after it had work and no owner ({} ms more handling other events)",
-                    next.run,
-                    waited / 1_000_000,
-                    backlog / 1_000_000
-                ));
-            }
-        }
-    }
-    slow
-}
-
-/// How long `run` was handling something between `from` and `to` (the union of its
-/// handlings' intervals, clipped).
-fn busy(handled: &[Handling], run: &(String, u32), from: i64, to: i64) -> i64 {
-    let mut intervals: Vec<(i64, i64)> = handled
-        .iter()
-        .filter(|h| &h.run == run && h.start < to)
-        .map(|h| (h.start.max(from), h.end.unwrap_or(to).min(to)))
-        .filter(|(start, end)| start < end)
-        .collect();
-    intervals.sort_unstable();
-    let (mut total, mut reached) = (0, from);
-    for (start, end) in intervals {
-        let start = start.max(reached);
-        if end > start {
-            total += end - start;
-            reached = end;
-        }
-    }
-    total
 }
