@@ -27,6 +27,7 @@ photon_core::settings! {
     /// ).unwrap();
     /// assert_eq!(config.recheck_interval, std::time::Duration::from_secs(2));
     /// ```
+    #[derive(Eq)]
     pub struct PostgresConfig;
 
     /// Builds a [`PostgresStoragePort`]; every unset setting falls back to its environment

@@ -349,6 +349,6 @@ mod tests {
     #[test]
     fn the_configuration_page_holds_the_settings_table() {
         let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        photon_core::config::assert_documented(&page, PostgresConfig::SETTINGS);
+        photon_core::config::assert_documented(&page, &PostgresConfig::settings());
     }
 }

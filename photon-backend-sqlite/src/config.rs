@@ -62,6 +62,7 @@ photon_core::settings! {
     /// ).unwrap();
     /// assert_eq!(config.poll_interval, std::time::Duration::from_millis(20));
     /// ```
+    #[derive(Eq)]
     pub struct SqliteConfig;
 
     /// Builds a [`SqliteStoragePort`]; every unset setting falls back to its environment

@@ -47,6 +47,11 @@ pub enum StartPolicy {
     Tail,
 }
 
+impl crate::config::Choices for StartPolicy {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("beginning", Self::Beginning), ("tail", Self::Tail)];
+}
+
 /// Deepest nesting of arrays and objects accepted in an actor or payload. Stored records
 /// wrap the payload in a few more levels, and every port must decode them with serde_json's
 /// default recursion limit (128), so the limit leaves room for that.

@@ -191,6 +191,41 @@ impl Kind for PositiveDuration {
     }
 }
 
+/// A number from 0 to 1 (a share, such as a jitter).
+#[derive(Debug)]
+pub enum Fraction {}
+
+impl Kind for Fraction {
+    type Value = f64;
+    type Set = f64;
+
+    fn form() -> String {
+        "number from 0 to 1".to_owned()
+    }
+    fn set(value: f64) -> f64 {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<f64>> {
+        env.read(var, |found| Self::parse(found.name, &found.text))
+    }
+    fn parse(field: &str, text: &str) -> Result<f64> {
+        text.trim()
+            .parse::<f64>()
+            .map_err(|_| PhotonError::config(field, text, "a number from 0 to 1"))
+    }
+    fn check(name: &str, value: &f64) -> Result<()> {
+        if (0.0..=1.0).contains(value) {
+            Ok(())
+        } else {
+            Err(PhotonError::config(
+                name,
+                value.to_string(),
+                "a number from 0 to 1",
+            ))
+        }
+    }
+}
+
 /// A whole number in `MIN..=MAX`, held as `T`.
 #[derive(Debug)]
 pub struct Count<T, const MIN: u64 = 0, const MAX: u64 = { u64::MAX }>(PhantomData<T>);
@@ -440,6 +475,19 @@ pub struct Setting {
     pub default: &'static str,
     /// The first line of the setting's documentation.
     pub summary: &'static str,
+    /// The group the setting belongs to (`tls`, `retry`), empty at the config's top level.
+    pub group: &'static str,
+}
+
+impl Setting {
+    /// Where a config file writes the setting: `field`, or `group.field`.
+    pub fn path(&self) -> String {
+        if self.group.is_empty() {
+            self.field.to_owned()
+        } else {
+            format!("{}.{}", self.group, self.field)
+        }
+    }
 }
 
 /// The Markdown table of `settings`: variable, setting, kind, default, meaning; the
@@ -451,7 +499,7 @@ pub fn markdown_table(settings: &[Setting]) -> String {
         table.push_str(&format!(
             "| `{}` | `{}` | {} | {} | {} |\n",
             setting.variable,
-            setting.field,
+            setting.path(),
             (setting.form)(),
             setting.default,
             setting.summary.trim()

@@ -11,10 +11,16 @@
 /// field: Kind [into] = default, env NAME_ENV = "PHOTON_PORT_FIELD" [, aliases [Alias, ..]], shown "`default`";
 /// ```
 ///
+/// After the rows, an optional `groups { /// Summary. \n field: Group => GroupBuilder; .. }`
+/// nests configs made by another `settings!` (a config file writes them as an object under
+/// the field; the docs' table names their settings `field.setting`); the builder resolves
+/// each group's builder, and the port writes the setters that reach into it.
+///
 /// It makes:
 /// - `pub const NAME_ENV: &str`, the variable, documented with the setting's text and
 ///   default (constants follow one rule in every port: the setting's name, then `_ENV`);
-/// - the config struct: a public field per setting, of the kind's value type; `Default`;
+/// - the config struct (`Clone`, `PartialEq`; more derives go with its attributes): a
+///   public field per setting, of the kind's value type; `Default`;
 ///   `Deserialize` that reads every field in Photon's dialect (the same words as the
 ///   environment), refuses unknown fields and checks each value, naming the field;
 ///   `Debug` as each kind shows its value (a secret hidden); `SETTINGS`, the table for the
@@ -67,6 +73,15 @@ macro_rules! settings {
                 env $ENV:ident = $var:literal $(, aliases [$($alias:expr),* $(,)?])?,
                 shown $shown:literal;
         )*
+        $(
+            groups {
+                $(
+                    #[doc = $group_summary:literal]
+                    $(#[doc = $group_doc:literal])*
+                    $group:ident : $Group:ty => $GroupBuilder:ty;
+                )*
+            }
+        )?
     ) => {
         $(
             #[doc = $summary]
@@ -77,7 +92,7 @@ macro_rules! settings {
         )*
 
         $(#[$config_meta])*
-        #[derive(Clone, PartialEq, Eq)]
+        #[derive(Clone, PartialEq)]
         #[non_exhaustive]
         pub struct $Config {
             $(
@@ -85,6 +100,11 @@ macro_rules! settings {
                 $(#[doc = $doc])*
                 pub $field: <$kind as $crate::config::Kind>::Value,
             )*
+            $($(
+                #[doc = $group_summary]
+                $(#[doc = $group_doc])*
+                pub $group: $Group,
+            )*)?
         }
 
         impl ::core::fmt::Debug for $Config {
@@ -94,13 +114,17 @@ macro_rules! settings {
                         stringify!($field),
                         &$crate::config::DebugValue::<$kind>(&self.$field),
                     ))*
+                    $($(.field(stringify!($group), &self.$group))*)?
                     .finish()
             }
         }
 
         impl ::core::default::Default for $Config {
             fn default() -> Self {
-                Self { $($field: $default,)* }
+                Self {
+                    $($field: $default,)*
+                    $($($group: <$Group as ::core::default::Default>::default(),)*)?
+                }
             }
         }
 
@@ -113,8 +137,22 @@ macro_rules! settings {
                     form: <$kind as $crate::config::Kind>::form,
                     default: $shown,
                     summary: $summary,
+                    group: "",
                 },)*
             ];
+
+            /// [`SETTINGS`](Self::SETTINGS), then each group's settings (named by the
+            /// group), for the docs.
+            pub fn settings() -> ::std::vec::Vec<$crate::config::Setting> {
+                #[allow(unused_mut)]
+                let mut settings = Self::SETTINGS.to_vec();
+                $($(
+                    settings.extend(<$Group>::settings().into_iter().map(|setting| {
+                        $crate::config::Setting { group: stringify!($group), ..setting }
+                    }));
+                )*)?
+                settings
+            }
 
             /// Refuses values that parse but cannot work (zero sizes and intervals, counts
             /// out of range), naming the field.
@@ -123,6 +161,7 @@ macro_rules! settings {
             /// [`PhotonError::Config`]($crate::PhotonError::Config) naming the field.
             pub fn check_settings(&self) -> $crate::Result<()> {
                 $(<$kind as $crate::config::Kind>::check(stringify!($field), &self.$field)?;)*
+                $($(self.$group.check_settings()?;)*)?
                 Ok(())
             }
         }
@@ -138,6 +177,10 @@ macro_rules! settings {
                         #[serde(default, deserialize_with = "photon_core::config::present")]
                         $field: Option<Option<$crate::config::RawSetting>>,
                     )*
+                    $($(
+                        #[serde(default)]
+                        $group: Option<$Group>,
+                    )*)?
                 }
                 let raw = <Raw as serde::Deserialize>::deserialize(deserializer)?;
                 let defaults = Self::default();
@@ -145,6 +188,7 @@ macro_rules! settings {
                     $($field: $crate::config::from_file::<$kind>(stringify!($field), raw.$field)
                         .map_err(<D::Error as serde::de::Error>::custom)?
                         .unwrap_or(defaults.$field),)*
+                    $($($group: raw.$group.unwrap_or(defaults.$group),)*)?
                 })
             }
         }
@@ -161,6 +205,7 @@ macro_rules! settings {
         #[must_use]
         pub struct $Builder {
             $($field: Option<<$kind as $crate::config::Kind>::Value>,)*
+            $($($group: $GroupBuilder,)*)?
         }
 
         impl ::core::fmt::Debug for $Builder {
@@ -170,6 +215,7 @@ macro_rules! settings {
                         stringify!($field),
                         &self.$field.as_ref().map($crate::config::DebugValue::<$kind>),
                     ))*
+                    $($(.field(stringify!($group), &self.$group))*)?
                     .finish()
             }
         }
@@ -204,6 +250,7 @@ macro_rules! settings {
                         $crate::config::resolve::<$kind>(stringify!($field), self.$field, env, &VAR)?
                             .unwrap_or(defaults.$field)
                     },)*
+                    $($($group: self.$group.resolve(env)?,)*)?
                 })
             }
         }

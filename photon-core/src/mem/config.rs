@@ -15,6 +15,7 @@ crate::settings! {
     ///     serde_json::from_str(r#"{"max_payload_bytes": "64KiB"}"#).unwrap();
     /// assert_eq!(config.max_payload_bytes, 65_536);
     /// ```
+    #[derive(Eq)]
     pub struct MemConfig;
 
     /// Builds a [`MemStoragePort`]; an unset setting falls back to its environment
@@ -133,6 +134,6 @@ mod tests {
     fn the_configuration_page_holds_the_settings_table() {
         let page =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        crate::config::assert_documented(&page, MemConfig::SETTINGS);
+        crate::config::assert_documented(&page, &MemConfig::settings());
     }
 }

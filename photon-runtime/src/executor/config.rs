@@ -1,31 +1,12 @@
 //! [`ExecutorConfig`]: parallelism, retries, dead letters and shutdown of the handler
-//! executor, with environment fallbacks.
+//! executor, from one settings table (`photon_core::settings!`): builder call >
+//! environment variable > default.
 
 use std::time::Duration;
 
-use photon_core::config::{check_count, de, Alias, Env, EnvVar};
+use photon_core::config::{Alias, AnyDuration, Choice, Count, Env, EnvVar, Fraction, Kind, Text};
 use photon_core::{PhotonError, Result, StartPolicy};
-use serde::Deserialize;
 
-/// Environment variable: keys handled in parallel per subscription (a count ≥ 1).
-pub const PARALLELISM_ENV: &str = "PHOTON_EXECUTOR_PARALLELISM";
-/// Environment variable: events read ahead and not yet finished per subscription (≥ 1).
-pub const MAX_IN_FLIGHT_ENV: &str = "PHOTON_EXECUTOR_MAX_IN_FLIGHT";
-/// Environment variable: handler attempts per event before it is dead-lettered (≥ 1).
-pub const MAX_ATTEMPTS_ENV: &str = "PHOTON_EXECUTOR_MAX_ATTEMPTS";
-/// Environment variable: delay before the first retry, a duration (`100ms`).
-pub const INITIAL_BACKOFF_ENV: &str = "PHOTON_EXECUTOR_INITIAL_BACKOFF";
-/// Environment variable: longest delay between two attempts, a duration (`10s`).
-pub const MAX_BACKOFF_ENV: &str = "PHOTON_EXECUTOR_MAX_BACKOFF";
-/// Environment variable: relative jitter of retry delays, a number from 0 to 1.
-pub const JITTER_ENV: &str = "PHOTON_EXECUTOR_JITTER";
-/// Environment variable: how long shutdown waits for in-flight handlers, a duration (`30s`).
-pub const SHUTDOWN_TIMEOUT_ENV: &str = "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT";
-/// Environment variable: suffix of dead-letter topics (`orders` → `orders.dlq`).
-pub const DEAD_LETTER_SUFFIX_ENV: &str = "PHOTON_EXECUTOR_DEAD_LETTER_SUFFIX";
-/// Environment variable: where a durable handler without checkpoint starts, `beginning` or
-/// `tail`.
-pub const START_POLICY_ENV: &str = "PHOTON_EXECUTOR_START_POLICY";
 /// Deprecated name of [`INITIAL_BACKOFF_ENV`], still read: a whole number of milliseconds.
 #[deprecated(note = "use INITIAL_BACKOFF_ENV (PHOTON_EXECUTOR_INITIAL_BACKOFF, a duration)")]
 pub const INITIAL_BACKOFF_MS_ENV: &str = "PHOTON_EXECUTOR_INITIAL_BACKOFF_MS";
@@ -36,51 +17,35 @@ pub const MAX_BACKOFF_MS_ENV: &str = "PHOTON_EXECUTOR_MAX_BACKOFF_MS";
 #[deprecated(note = "use SHUTDOWN_TIMEOUT_ENV (PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT, a duration)")]
 pub const SHUTDOWN_TIMEOUT_MS_ENV: &str = "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS";
 
-const INITIAL_BACKOFF: EnvVar =
-    EnvVar::new(INITIAL_BACKOFF_ENV).aliases(&[Alias::deprecated_millis(
-        "PHOTON_EXECUTOR_INITIAL_BACKOFF_MS",
-    )]);
-const MAX_BACKOFF: EnvVar = EnvVar::new(MAX_BACKOFF_ENV)
-    .aliases(&[Alias::deprecated_millis("PHOTON_EXECUTOR_MAX_BACKOFF_MS")]);
-const SHUTDOWN_TIMEOUT: EnvVar =
-    EnvVar::new(SHUTDOWN_TIMEOUT_ENV).aliases(&[Alias::deprecated_millis(
-        "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS",
-    )]);
-const START_POLICIES: [(&str, StartPolicy); 2] = [
-    ("beginning", StartPolicy::Beginning),
-    ("tail", StartPolicy::Tail),
-];
+photon_core::settings! {
+    /// How a failed handler is retried: exponential backoff with jitter.
+    ///
+    /// Attempt `n` (1-based) that fails with a retryable error waits
+    /// `min(initial_backoff * 2^(n-1), max_backoff)`, scaled by a random factor in
+    /// `[1 - jitter, 1 + jitter]`, before attempt `n + 1`. Deserializable as the executor's
+    /// `retry` (every value checked, a refused one named).
+    #[derive(Copy)]
+    pub struct RetryPolicy;
 
-/// How a failed handler is retried: exponential backoff with jitter.
-///
-/// Attempt `n` (1-based) that fails with a retryable error waits
-/// `min(initial_backoff * 2^(n-1), max_backoff)`, scaled by a random factor in
-/// `[1 - jitter, 1 + jitter]`, before attempt `n + 1`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct RetryPolicy {
+    /// Builds the executor's [`RetryPolicy`] from builder values, the
+    /// `PHOTON_EXECUTOR_*` variables and the defaults ([`ExecutorConfigBuilder`] holds one).
+    pub struct RetryPolicyBuilder;
+
     /// Attempts per event, the first included (1 = never retry).
-    pub max_attempts: u32,
+    max_attempts: Count<u32, 1> = 5, env MAX_ATTEMPTS_ENV = "PHOTON_EXECUTOR_MAX_ATTEMPTS",
+        shown "5";
     /// Delay before the first retry.
-    #[serde(deserialize_with = "de::duration")]
-    pub initial_backoff: Duration,
+    initial_backoff: AnyDuration = Duration::from_millis(100),
+        env INITIAL_BACKOFF_ENV = "PHOTON_EXECUTOR_INITIAL_BACKOFF",
+        aliases [Alias::deprecated_millis("PHOTON_EXECUTOR_INITIAL_BACKOFF_MS")],
+        shown "`100ms`";
     /// Longest delay between two attempts.
-    #[serde(deserialize_with = "de::duration")]
-    pub max_backoff: Duration,
-    /// Relative jitter in `[0, 1]`.
-    pub jitter: f64,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_attempts: 5,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(10),
-            jitter: 0.2,
-        }
-    }
+    max_backoff: AnyDuration = Duration::from_secs(10),
+        env MAX_BACKOFF_ENV = "PHOTON_EXECUTOR_MAX_BACKOFF",
+        aliases [Alias::deprecated_millis("PHOTON_EXECUTOR_MAX_BACKOFF_MS")],
+        shown "`10s`";
+    /// Relative jitter of retry delays, from 0 (none) to 1.
+    jitter: Fraction = 0.2, env JITTER_ENV = "PHOTON_EXECUTOR_JITTER", shown "0.2";
 }
 
 /// Builder-style setters, for a per-handler policy
@@ -127,85 +92,94 @@ impl RetryPolicy {
     /// Checks the policy.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming `retry.max_attempts` (below 1) or `retry.jitter`
-    /// (outside 0 to 1).
+    /// [`PhotonError::Config`] naming `max_attempts` (below 1) or `jitter` (outside 0 to 1).
     pub fn validate(&self) -> Result<()> {
-        check_count(
-            "retry.max_attempts",
-            u64::from(self.max_attempts),
-            1..=u64::MAX,
-        )?;
-        if !(0.0..=1.0).contains(&self.jitter) {
-            return Err(PhotonError::config(
-                "retry.jitter",
-                self.jitter.to_string(),
-                "a number from 0 to 1",
-            ));
-        }
-        Ok(())
+        self.check_settings()
     }
 }
 
-/// Settings of the handler executor. Build with [`ExecutorConfig::builder`]; precedence is
-/// builder call > environment variable > default. Deserializable from a config file, with
-/// durations in the dialect of [`photon_core::config`] (`"250ms"`); check a deserialized
-/// config with [`ExecutorConfig::validate`] (`PhotonBuilder::executor_config` does).
-///
-/// | field | variable | default |
-/// |---|---|---|
-/// | `parallelism` | `PHOTON_EXECUTOR_PARALLELISM` | 8 |
-/// | `max_in_flight` | `PHOTON_EXECUTOR_MAX_IN_FLIGHT` | 256 |
-/// | `retry.max_attempts` | `PHOTON_EXECUTOR_MAX_ATTEMPTS` | 5 |
-/// | `retry.initial_backoff` | `PHOTON_EXECUTOR_INITIAL_BACKOFF` (deprecated: `.._INITIAL_BACKOFF_MS`) | `100ms` |
-/// | `retry.max_backoff` | `PHOTON_EXECUTOR_MAX_BACKOFF` (deprecated: `.._MAX_BACKOFF_MS`) | `10s` |
-/// | `retry.jitter` | `PHOTON_EXECUTOR_JITTER` | 0.2 |
-/// | `dead_letter_suffix` | `PHOTON_EXECUTOR_DEAD_LETTER_SUFFIX` | `.dlq` |
-/// | `shutdown_timeout` | `PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT` (deprecated: `.._SHUTDOWN_TIMEOUT_MS`) | `30s` |
-/// | `start_policy` | `PHOTON_EXECUTOR_START_POLICY` (`beginning` or `tail`) | `beginning` |
-///
-/// ```
-/// use std::time::Duration;
-/// use photon_runtime::ExecutorConfig;
-///
-/// let config = ExecutorConfig::builder()
-///     .parallelism(16)
-///     .max_attempts(3)
-///     .initial_backoff(Duration::from_millis(50))
-///     .build()
-///     .unwrap();
-/// assert_eq!(config.parallelism, 16);
-/// assert_eq!(config.retry.max_attempts, 3);
-/// ```
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct ExecutorConfig {
-    /// Keys handled at the same time per subscription (default 8).
-    pub parallelism: usize,
-    /// Events read ahead and not yet finished per subscription (default 256). Bounds memory
-    /// and, with the flush policy, the duplicates after a crash.
-    pub max_in_flight: usize,
-    /// Retries of failed handlers.
-    pub retry: RetryPolicy,
-    /// Suffix appended to a topic to name its dead-letter topic (default `.dlq`).
-    pub dead_letter_suffix: String,
-    /// How long shutdown waits for in-flight handlers before abandoning them (default 30 s).
-    #[serde(deserialize_with = "de::duration")]
-    pub shutdown_timeout: Duration,
-    /// Where a durable handler without checkpoint starts (default: the oldest event).
-    pub start_policy: StartPolicy,
+/// A dead-letter suffix: not empty, and a topic name with it appended stays one
+/// (`[a-z0-9._-]`).
+#[derive(Debug)]
+pub enum DeadLetterSuffix {}
+
+impl Kind for DeadLetterSuffix {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        "suffix of `[a-z0-9._-]`".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        Text::read(env, var)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        Text::parse(field, text)
+    }
+    fn check(name: &str, suffix: &String) -> Result<()> {
+        if suffix.is_empty() {
+            return Err(PhotonError::config(
+                name,
+                "",
+                "a non-empty suffix of [a-z0-9._-], e.g. \".dlq\"",
+            ));
+        }
+        photon_core::validate_topic_name(&format!("t{suffix}"))
+            .map(|_| ())
+            .map_err(|_| PhotonError::config(name, suffix.clone(), "characters from [a-z0-9._-]"))
+    }
 }
 
-impl Default for ExecutorConfig {
-    fn default() -> Self {
-        Self {
-            parallelism: 8,
-            max_in_flight: 256,
-            retry: RetryPolicy::default(),
-            dead_letter_suffix: ".dlq".to_owned(),
-            shutdown_timeout: Duration::from_secs(30),
-            start_policy: StartPolicy::Beginning,
-        }
+photon_core::settings! {
+    /// Settings of the handler executor. Build with [`ExecutorConfig::builder`]; precedence
+    /// is builder call > environment variable > default. Deserializable from a config file,
+    /// in the dialect of [`photon_core::config`] (`"250ms"`), every value checked and a
+    /// refused one named (`PhotonBuilder::executor_config` checks it again).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use photon_runtime::ExecutorConfig;
+    ///
+    /// let config = ExecutorConfig::builder()
+    ///     .parallelism(16)
+    ///     .max_attempts(3)
+    ///     .initial_backoff(Duration::from_millis(50))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(config.parallelism, 16);
+    /// assert_eq!(config.retry.max_attempts, 3);
+    /// ```
+    pub struct ExecutorConfig;
+
+    /// Builder of [`ExecutorConfig`] (builder call > environment variable > default).
+    pub struct ExecutorConfigBuilder;
+
+    /// Keys handled at the same time per subscription.
+    parallelism: Count<usize, 1> = 8, env PARALLELISM_ENV = "PHOTON_EXECUTOR_PARALLELISM",
+        shown "8";
+    /// Events read ahead and not yet finished per subscription.
+    ///
+    /// Bounds memory and, with the flush policy, the duplicates after a crash.
+    max_in_flight: Count<usize, 1> = 256,
+        env MAX_IN_FLIGHT_ENV = "PHOTON_EXECUTOR_MAX_IN_FLIGHT", shown "256";
+    /// Suffix appended to a topic to name its dead-letter topic (`orders` → `orders.dlq`).
+    dead_letter_suffix: DeadLetterSuffix [into] = ".dlq".to_owned(),
+        env DEAD_LETTER_SUFFIX_ENV = "PHOTON_EXECUTOR_DEAD_LETTER_SUFFIX", shown "`.dlq`";
+    /// How long shutdown waits for in-flight handlers before abandoning them.
+    shutdown_timeout: AnyDuration = Duration::from_secs(30),
+        env SHUTDOWN_TIMEOUT_ENV = "PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT",
+        aliases [Alias::deprecated_millis("PHOTON_EXECUTOR_SHUTDOWN_TIMEOUT_MS")],
+        shown "`30s`";
+    /// Where a durable handler without checkpoint starts (`beginning`: the oldest event).
+    start_policy: Choice<StartPolicy> = StartPolicy::Beginning,
+        env START_POLICY_ENV = "PHOTON_EXECUTOR_START_POLICY", shown "`beginning`";
+
+    groups {
+        /// Retries of failed handlers.
+        retry: RetryPolicy => RetryPolicyBuilder;
     }
 }
 
@@ -233,63 +207,12 @@ impl ExecutorConfig {
     /// # Errors
     /// [`PhotonError::Config`] naming the field and the accepted values.
     pub fn validate(&self) -> Result<()> {
-        check_count("parallelism", self.parallelism as u64, 1..=u64::MAX)?;
-        check_count("max_in_flight", self.max_in_flight as u64, 1..=u64::MAX)?;
-        self.retry.validate()?;
-        if self.dead_letter_suffix.is_empty() {
-            return Err(PhotonError::config(
-                "dead_letter_suffix",
-                "",
-                "a non-empty suffix of [a-z0-9._-], e.g. \".dlq\"",
-            ));
-        }
-        photon_core::validate_topic_name(&self.dead_letter_topic("t")).map_err(|_| {
-            PhotonError::config(
-                "dead_letter_suffix",
-                self.dead_letter_suffix.clone(),
-                "characters from [a-z0-9._-]",
-            )
-        })
+        self.check_settings()
     }
 }
 
-/// Builder of [`ExecutorConfig`] (builder call > environment variable > default).
-#[derive(Debug, Clone, Default)]
-pub struct ExecutorConfigBuilder {
-    parallelism: Option<usize>,
-    max_in_flight: Option<usize>,
-    max_attempts: Option<u32>,
-    initial_backoff: Option<Duration>,
-    max_backoff: Option<Duration>,
-    jitter: Option<f64>,
-    dead_letter_suffix: Option<String>,
-    shutdown_timeout: Option<Duration>,
-    start_policy: Option<StartPolicy>,
-}
-
+/// The retry setters reach into the builder's [`RetryPolicyBuilder`].
 impl ExecutorConfigBuilder {
-    /// Keys handled at the same time per subscription.
-    ///
-    /// ```
-    /// let config = photon_runtime::ExecutorConfig::builder().parallelism(4).build().unwrap();
-    /// assert_eq!(config.parallelism, 4);
-    /// ```
-    pub fn parallelism(mut self, parallelism: usize) -> Self {
-        self.parallelism = Some(parallelism);
-        self
-    }
-
-    /// Events read ahead and not yet finished per subscription.
-    ///
-    /// ```
-    /// let config = photon_runtime::ExecutorConfig::builder().max_in_flight(64).build().unwrap();
-    /// assert_eq!(config.max_in_flight, 64);
-    /// ```
-    pub fn max_in_flight(mut self, max_in_flight: usize) -> Self {
-        self.max_in_flight = Some(max_in_flight);
-        self
-    }
-
     /// Attempts per event, the first included.
     ///
     /// ```
@@ -297,7 +220,7 @@ impl ExecutorConfigBuilder {
     /// assert_eq!(config.retry.max_attempts, 1);
     /// ```
     pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = Some(attempts);
+        self.retry = self.retry.max_attempts(attempts);
         self
     }
 
@@ -310,7 +233,7 @@ impl ExecutorConfigBuilder {
     /// assert_eq!(config.retry.initial_backoff, Duration::from_millis(5));
     /// ```
     pub fn initial_backoff(mut self, delay: Duration) -> Self {
-        self.initial_backoff = Some(delay);
+        self.retry = self.retry.initial_backoff(delay);
         self
     }
 
@@ -323,7 +246,7 @@ impl ExecutorConfigBuilder {
     /// assert_eq!(config.retry.max_backoff, Duration::from_secs(1));
     /// ```
     pub fn max_backoff(mut self, delay: Duration) -> Self {
-        self.max_backoff = Some(delay);
+        self.retry = self.retry.max_backoff(delay);
         self
     }
 
@@ -334,129 +257,16 @@ impl ExecutorConfigBuilder {
     /// assert_eq!(config.retry.jitter, 0.0);
     /// ```
     pub fn jitter(mut self, jitter: f64) -> Self {
-        self.jitter = Some(jitter);
+        self.retry = self.retry.jitter(jitter);
         self
     }
 
-    /// Suffix naming dead-letter topics.
-    ///
-    /// ```
-    /// let config = photon_runtime::ExecutorConfig::builder()
-    ///     .dead_letter_suffix(".failed").build().unwrap();
-    /// assert_eq!(config.dead_letter_topic("orders"), "orders.failed");
-    /// ```
-    pub fn dead_letter_suffix(mut self, suffix: impl Into<String>) -> Self {
-        self.dead_letter_suffix = Some(suffix.into());
-        self
-    }
-
-    /// How long shutdown waits for in-flight handlers.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let config = photon_runtime::ExecutorConfig::builder()
-    ///     .shutdown_timeout(Duration::from_secs(5)).build().unwrap();
-    /// assert_eq!(config.shutdown_timeout, Duration::from_secs(5));
-    /// ```
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = Some(timeout);
-        self
-    }
-
-    /// Where a durable handler without checkpoint starts.
-    ///
-    /// ```
-    /// use photon_runtime::{ExecutorConfig, StartPolicy};
-    /// let config = ExecutorConfig::builder().start_policy(StartPolicy::Tail).build().unwrap();
-    /// assert_eq!(config.start_policy, StartPolicy::Tail);
-    /// ```
-    pub fn start_policy(mut self, policy: StartPolicy) -> Self {
-        self.start_policy = Some(policy);
-        self
-    }
-
-    /// Resolves every field (builder > environment > default) and validates.
+    /// Resolves every field (builder > environment > default), each value checked.
     ///
     /// # Errors
     /// [`PhotonError::Config`] naming the variable or field and the accepted values.
     pub fn build(self) -> Result<ExecutorConfig> {
         self.resolve(&Env::process())
-    }
-
-    fn resolve(self, env: &Env) -> Result<ExecutorConfig> {
-        let defaults = ExecutorConfig::default();
-        let count = |set: Option<u64>, name: &'static str, default: u64| -> Result<u64> {
-            match set {
-                Some(value) => Ok(value),
-                None => Ok(env
-                    .count(&EnvVar::new(name), 1..=u64::from(u32::MAX))?
-                    .unwrap_or(default)),
-            }
-        };
-        let duration = |set: Option<Duration>, var: &EnvVar, default: Duration| match set {
-            Some(value) => Ok(value),
-            None => env.duration(var).map(|found| found.unwrap_or(default)),
-        };
-        let jitter = match self.jitter {
-            Some(jitter) => jitter,
-            None => env
-                .read(&EnvVar::new(JITTER_ENV), |found| {
-                    parse_jitter(found.name, &found.text)
-                })?
-                .unwrap_or(defaults.retry.jitter),
-        };
-        let config = ExecutorConfig {
-            parallelism: count(
-                self.parallelism.map(|v| v as u64),
-                PARALLELISM_ENV,
-                defaults.parallelism as u64,
-            )? as usize,
-            max_in_flight: count(
-                self.max_in_flight.map(|v| v as u64),
-                MAX_IN_FLIGHT_ENV,
-                defaults.max_in_flight as u64,
-            )? as usize,
-            retry: RetryPolicy {
-                max_attempts: count(
-                    self.max_attempts.map(u64::from),
-                    MAX_ATTEMPTS_ENV,
-                    u64::from(defaults.retry.max_attempts),
-                )? as u32,
-                initial_backoff: duration(
-                    self.initial_backoff,
-                    &INITIAL_BACKOFF,
-                    defaults.retry.initial_backoff,
-                )?,
-                max_backoff: duration(self.max_backoff, &MAX_BACKOFF, defaults.retry.max_backoff)?,
-                jitter,
-            },
-            dead_letter_suffix: match self.dead_letter_suffix {
-                Some(suffix) => suffix,
-                None => env
-                    .text(&EnvVar::new(DEAD_LETTER_SUFFIX_ENV))?
-                    .unwrap_or(defaults.dead_letter_suffix),
-            },
-            shutdown_timeout: duration(
-                self.shutdown_timeout,
-                &SHUTDOWN_TIMEOUT,
-                defaults.shutdown_timeout,
-            )?,
-            start_policy: match self.start_policy {
-                Some(policy) => policy,
-                None => env
-                    .choice(&EnvVar::new(START_POLICY_ENV), &START_POLICIES)?
-                    .unwrap_or(defaults.start_policy),
-            },
-        };
-        config.validate()?;
-        Ok(config)
-    }
-}
-
-fn parse_jitter(variable: &str, text: &str) -> Result<f64> {
-    match text.trim().parse::<f64>() {
-        Ok(jitter) if (0.0..=1.0).contains(&jitter) => Ok(jitter),
-        _ => Err(PhotonError::config(variable, text, "a number from 0 to 1")),
     }
 }
 
@@ -537,16 +347,8 @@ mod tests {
     #[test]
     fn a_bad_environment_value_names_the_variable() {
         let cases = [
-            (
-                PARALLELISM_ENV,
-                "many",
-                "expected an integer from 1 to 4294967295",
-            ),
-            (
-                MAX_ATTEMPTS_ENV,
-                "0",
-                "expected an integer from 1 to 4294967295",
-            ),
+            (PARALLELISM_ENV, "many", "expected an integer of at least 1"),
+            (MAX_ATTEMPTS_ENV, "0", "expected an integer of at least 1"),
             (
                 INITIAL_BACKOFF_ENV,
                 "100",
@@ -592,9 +394,25 @@ mod tests {
         let err = serde_json::from_str::<ExecutorConfig>(r#"{"shutdown_timeout": 30}"#)
             .unwrap_err()
             .to_string();
-        assert_eq!(
-            err,
-            "invalid type: integer `30`, expected a string at line 1 column 23"
+        assert!(
+            err.starts_with(
+                "invalid configuration shutdown_timeout=\"30\": expected a duration with a unit"
+            ),
+            "{err}"
         );
+        let err = serde_json::from_str::<ExecutorConfig>(r#"{"retry": {"jitter": 1.5}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("invalid configuration jitter=\"1.5\": expected a number from 0 to 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_configuration_page_holds_the_settings_table() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        photon_core::config::assert_documented(&page, &ExecutorConfig::settings());
     }
 }
