@@ -1,54 +1,153 @@
-//! Typed configuration of the NATS port: builder calls, then environment variables (read
-//! in `env.rs`, in Photon's one dialect: `photon_core::config`), then defaults. A value
-//! that cannot be parsed is an error naming its variable and what is accepted, never a
-//! silent default.
+//! Typed configuration of the NATS port, from one settings table (`photon_core::settings!`):
+//! builder call > environment variable > default. Values are in Photon's one dialect
+//! (`photon_core::config`); a value that cannot be parsed or is out of bounds is an error
+//! naming its variable or field and what is accepted, never a silent default.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use photon_core::config::de;
+use photon_core::config::{
+    Alias, AnyDuration, Choice, Choices, Count, Env, FilePath, Flag, Limit, Optional,
+    PositiveDuration, Size,
+};
 use photon_core::Result;
-use serde::Deserialize;
 
+pub use crate::env::{ServerUrls, StreamPrefix};
 use crate::port::NatsStoragePort;
 
-/// Server URL(s), comma separated. Default `nats://127.0.0.1:4222`.
-pub const URL_ENV: &str = "PHOTON_NATS_URL";
-/// Prefix of every stream and subject this port creates (`[A-Za-z0-9-]`, 1 to 32
-/// characters). Default `photon`.
-pub const PREFIX_ENV: &str = "PHOTON_NATS_PREFIX";
-/// Stream replicas, 1 to 5. Default 1.
-pub const REPLICAS_ENV: &str = "PHOTON_NATS_REPLICAS";
-/// Retention by age, a duration (`7d`); `0` or unset keeps events regardless of age.
-pub const RETENTION_MAX_AGE_ENV: &str = "PHOTON_NATS_RETENTION_MAX_AGE";
-/// Retention by size per stream, a size (`10GiB`); `0` or unset is unlimited.
-pub const RETENTION_MAX_BYTES_ENV: &str = "PHOTON_NATS_RETENTION_MAX_BYTES";
-/// Streams (shards) per topic, 1 to 64; keys are spread over them by a stable hash.
-/// Default 1.
-pub const SHARDS_ENV: &str = "PHOTON_NATS_SHARDS";
-/// A flag. `true` (default): `append` returns after the server's ack. `false`: once sent;
-/// a failed ack is reported by `flush()` and the next `append`.
-pub const SYNC_ACK_ENV: &str = "PHOTON_NATS_SYNC_ACK";
-/// Publishes awaiting their ack at once, 1 to 65536. Default 256.
-pub const MAX_IN_FLIGHT_ENV: &str = "PHOTON_NATS_MAX_IN_FLIGHT";
-/// Replay cursor: `stream_seq` (default: replay from a stream sequence) or `tail_only`.
-pub const REPLAY_CURSOR_ENV: &str = "PHOTON_NATS_REPLAY_CURSOR";
-/// How long opening the port keeps trying to reach a server (retrying with a growing pause
-/// while nothing answers) before it fails, a duration. Default `30s`.
-pub const CONNECT_TIMEOUT_ENV: &str = "PHOTON_NATS_CONNECT_TIMEOUT";
-/// A flag: `true` to apply the retention limits to dead-letter topics (`*.dlq`) too.
-/// Default `false`: dead letters are kept until deleted explicitly.
-pub const RETENTION_DEAD_LETTERS_ENV: &str = "PHOTON_NATS_RETENTION_DEAD_LETTERS";
-/// Path of a NATS credentials (`.creds`) file.
-pub const CREDENTIALS_FILE_ENV: &str = "PHOTON_NATS_CREDENTIALS_FILE";
-/// A flag: `true` to require TLS. Default `false`.
-pub const TLS_REQUIRED_ENV: &str = "PHOTON_NATS_TLS_REQUIRED";
-/// Path of a PEM file of extra root certificates.
-pub const TLS_CA_FILE_ENV: &str = "PHOTON_NATS_TLS_CA_FILE";
-/// Path of the PEM client certificate (with [`TLS_KEY_FILE_ENV`]).
-pub const TLS_CERT_FILE_ENV: &str = "PHOTON_NATS_TLS_CERT_FILE";
-/// Path of the PEM client key (with [`TLS_CERT_FILE_ENV`]).
-pub const TLS_KEY_FILE_ENV: &str = "PHOTON_NATS_TLS_KEY_FILE";
+/// Default server URL.
+pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
+/// Default of [`CONNECT_TIMEOUT_ENV`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where subscriptions may start (`stream_seq` or `tail_only` in variables and files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReplayCursor {
+    /// Replay from any retained stream sequence (`StartAt::Beginning` and `AfterSeq` work).
+    #[default]
+    StreamSeq,
+    /// Only events appended after a subscription starts; replay requests start at the tail.
+    TailOnly,
+}
+
+impl Choices for ReplayCursor {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("stream_seq", Self::StreamSeq),
+        ("tail_only", Self::TailOnly),
+    ];
+}
+
+photon_core::settings! {
+    /// Client TLS settings (`tls` in a config file:
+    /// `{"tls": {"required": true, "ca_file": "/etc/photon/ca.pem"}}`). A client
+    /// certificate takes both [`cert_file`](Self::cert_file) and
+    /// [`key_file`](Self::key_file); opening the port refuses one without the other.
+    #[derive(Eq)]
+    pub struct TlsConfig;
+
+    /// Resolves the [`TlsConfig`] of a [`NatsStoragePortBuilder`] (which holds one; its
+    /// `tls_*` setters reach into it).
+    pub struct TlsConfigBuilder;
+
+    /// Refuse to connect without TLS.
+    required: Flag = false, env TLS_REQUIRED_ENV = "PHOTON_NATS_TLS_REQUIRED", shown "`false`";
+    /// PEM file of extra root certificates.
+    ca_file: Optional<FilePath> [into] = None,
+        env TLS_CA_FILE_ENV = "PHOTON_NATS_TLS_CA_FILE", shown "none";
+    /// PEM file of the client certificate (with `key_file`).
+    cert_file: Optional<FilePath> [into] = None,
+        env TLS_CERT_FILE_ENV = "PHOTON_NATS_TLS_CERT_FILE", shown "none";
+    /// PEM file of the client certificate's private key (with `cert_file`).
+    key_file: Optional<FilePath> [into] = None,
+        env TLS_KEY_FILE_ENV = "PHOTON_NATS_TLS_KEY_FILE", shown "none";
+}
+
+photon_core::settings! {
+    /// Resolved configuration of a [`NatsStoragePort`]. Deserializable (missing fields take
+    /// their defaults; every value in the dialect of `photon_core::config`, checked, a
+    /// refused one named); connecting checks it again ([`NatsConfig::validate`]).
+    ///
+    /// ```
+    /// let config: photon_backend_nats::NatsConfig = serde_json::from_str(
+    ///     r#"{"prefix": "shop", "shards": 4, "retention_max_age": "7d", "retention_max_bytes": "10GiB"}"#,
+    /// ).unwrap();
+    /// assert_eq!(config.shards, 4);
+    /// assert_eq!(config.retention_max_bytes, Some(10 << 30));
+    /// ```
+    ///
+    /// `Debug` hides passwords and tokens in URLs and prints the credentials file's path,
+    /// never its content.
+    #[derive(Eq)]
+    pub struct NatsConfig;
+
+    /// Builds a [`NatsStoragePort`]: builder calls win over environment variables, which
+    /// win over defaults. Deprecated names still read: `PHOTON_NATS_STREAM_PREFIX`,
+    /// `PHOTON_NATS_STREAM_SHARDS`, `PHOTON_NATS_MAX_AGE` and `PHOTON_NATS_MAX_BYTES`
+    /// (whose `k`, `m`, `g` stay binary).
+    ///
+    /// ```
+    /// use photon_backend_nats::NatsStoragePortBuilder;
+    /// let builder = NatsStoragePortBuilder::new().url("nats://127.0.0.1:4222").shards(4);
+    /// assert_eq!(builder.config().unwrap().shards, 4);
+    /// ```
+    pub struct NatsStoragePortBuilder;
+
+    /// Server URL(s), comma separated.
+    url: ServerUrls [into] = DEFAULT_URL.to_owned(),
+        env URL_ENV = "PHOTON_NATS_URL", shown "`nats://127.0.0.1:4222`";
+    /// Prefix of every stream and subject this port creates.
+    ///
+    /// `[A-Za-z0-9-]`, 1 to 32 characters.
+    prefix: StreamPrefix [into] = "photon".to_owned(),
+        env PREFIX_ENV = "PHOTON_NATS_PREFIX",
+        aliases [Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")],
+        file aliases ["stream_prefix"], shown "`photon`";
+    /// Stream replicas.
+    replicas: Count<usize, 1, 5> = 1, env REPLICAS_ENV = "PHOTON_NATS_REPLICAS", shown "1";
+    /// Oldest event kept; unset or zero keeps events regardless of age.
+    retention_max_age: Limit<AnyDuration> = None,
+        env RETENTION_MAX_AGE_ENV = "PHOTON_NATS_RETENTION_MAX_AGE",
+        aliases [Alias::deprecated("PHOTON_NATS_MAX_AGE")], shown "unset (no limit)";
+    /// Largest stream size in bytes; unset or zero is unlimited.
+    retention_max_bytes: Limit<Size<u64>> = None,
+        env RETENTION_MAX_BYTES_ENV = "PHOTON_NATS_RETENTION_MAX_BYTES",
+        aliases [Alias::deprecated_binary_letters("PHOTON_NATS_MAX_BYTES")],
+        shown "unset (no limit)";
+    /// Whether the retention limits apply to dead-letter topics (`*.dlq`) too.
+    ///
+    /// By default they do not: dead letters are kept until deleted explicitly.
+    retention_dead_letters: Flag = false,
+        env RETENTION_DEAD_LETTERS_ENV = "PHOTON_NATS_RETENTION_DEAD_LETTERS", shown "`false`";
+    /// Streams (shards) per topic; keys are spread over them by a stable hash.
+    shards: Count<u32, 1, 64> = 1, env SHARDS_ENV = "PHOTON_NATS_SHARDS",
+        aliases [Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")],
+        file aliases ["stream_shards"], shown "1";
+    /// Whether `append` waits for the server's ack.
+    ///
+    /// `false`: once sent; a failed ack is reported by `flush()` and the next `append`.
+    sync_ack: Flag = true, env SYNC_ACK_ENV = "PHOTON_NATS_SYNC_ACK", shown "`true`";
+    /// Publishes awaiting their ack at once.
+    max_in_flight: Count<usize, 1, 65_536> = 256,
+        env MAX_IN_FLIGHT_ENV = "PHOTON_NATS_MAX_IN_FLIGHT", shown "256";
+    /// Replay reach of subscriptions.
+    replay_cursor: Choice<ReplayCursor> = ReplayCursor::StreamSeq,
+        env REPLAY_CURSOR_ENV = "PHOTON_NATS_REPLAY_CURSOR", shown "`stream_seq`";
+    /// How long opening the port keeps trying to reach a server.
+    ///
+    /// Attempts are retried with a growing pause (up to 1 s) while nothing answers; then
+    /// opening fails with [`PhotonError::Unavailable`](photon_core::PhotonError::Unavailable).
+    connect_timeout: PositiveDuration = DEFAULT_CONNECT_TIMEOUT,
+        env CONNECT_TIMEOUT_ENV = "PHOTON_NATS_CONNECT_TIMEOUT", shown "`30s`";
+    /// NATS credentials (`.creds`) file.
+    credentials_file: Optional<FilePath> [into] = None,
+        env CREDENTIALS_FILE_ENV = "PHOTON_NATS_CREDENTIALS_FILE", shown "none";
+
+    groups {
+        /// TLS settings.
+        tls: TlsConfig => TlsConfigBuilder;
+    }
+}
 
 /// Deprecated name of [`PREFIX_ENV`], still read.
 #[deprecated(note = "use PHOTON_NATS_PREFIX, the name every adapter uses")]
@@ -113,376 +212,37 @@ pub const PHOTON_NATS_TLS_CERT_FILE: &str = TLS_CERT_FILE_ENV;
 #[deprecated(note = "use TLS_KEY_FILE_ENV (same variable)")]
 pub const PHOTON_NATS_TLS_KEY_FILE: &str = TLS_KEY_FILE_ENV;
 
-/// Default server URL.
-pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
-/// Default of [`CONNECT_TIMEOUT_ENV`].
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Where subscriptions may start (`stream_seq` or `tail_only` in variables and files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ReplayCursor {
-    /// Replay from any retained stream sequence (`StartAt::Beginning` and `AfterSeq` work).
-    #[default]
-    StreamSeq,
-    /// Only events appended after a subscription starts; replay requests start at the tail.
-    TailOnly,
-}
-
-/// Client TLS settings.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct TlsConfig {
-    /// Refuse to connect without TLS.
-    #[serde(deserialize_with = "de::flag")]
-    pub required: bool,
-    /// Extra root certificates (PEM).
-    pub ca_file: Option<PathBuf>,
-    /// Client certificate and key (PEM).
-    pub client_cert: Option<(PathBuf, PathBuf)>,
-}
-
-/// Resolved configuration of a [`NatsStoragePort`]. Deserializable (missing fields take
-/// their defaults; durations and sizes in the dialect of `photon_core::config`); connecting
-/// checks it ([`NatsConfig::validate`]).
-///
-/// ```
-/// let config: photon_backend_nats::NatsConfig = serde_json::from_str(
-///     r#"{"prefix": "shop", "shards": 4, "retention_max_age": "7d", "retention_max_bytes": "10GiB"}"#,
-/// ).unwrap();
-/// assert_eq!(config.shards, 4);
-/// assert_eq!(config.retention_max_bytes, Some(10 << 30));
-/// ```
-///
-/// `Debug` hides passwords and tokens in URLs and prints the credentials file's path, never
-/// its content.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct NatsConfig {
-    /// Server URL(s), comma separated.
-    pub url: String,
-    /// Prefix of streams and subjects.
-    #[serde(alias = "stream_prefix")]
-    pub prefix: String,
-    /// Stream replicas.
-    pub replicas: usize,
-    /// Oldest event kept; `None` (or zero) keeps events regardless of age.
-    #[serde(deserialize_with = "de::optional_duration")]
-    pub retention_max_age: Option<Duration>,
-    /// Largest stream size in bytes; `None` (or zero) is unlimited.
-    #[serde(deserialize_with = "de::optional_size")]
-    pub retention_max_bytes: Option<u64>,
-    /// Whether the retention limits apply to dead-letter topics (`*.dlq`) too.
-    #[serde(deserialize_with = "de::flag")]
-    pub retention_dead_letters: bool,
-    /// Streams (shards) per topic.
-    #[serde(alias = "stream_shards")]
-    pub shards: u32,
-    /// Whether `append` waits for the server's ack.
-    #[serde(deserialize_with = "de::flag")]
-    pub sync_ack: bool,
-    /// Publishes awaiting their ack at once.
-    pub max_in_flight: usize,
-    /// Replay reach of subscriptions.
-    pub replay_cursor: ReplayCursor,
-    /// How long opening keeps trying to reach a server.
-    #[serde(deserialize_with = "de::duration")]
-    pub connect_timeout: Duration,
-    /// NATS credentials file.
-    pub credentials_file: Option<PathBuf>,
-    /// TLS settings.
-    pub tls: TlsConfig,
-}
-
-impl std::fmt::Debug for NatsConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NatsConfig")
-            .field("url", &redact_url(&self.url))
-            .field("prefix", &self.prefix)
-            .field("replicas", &self.replicas)
-            .field("retention_max_age", &self.retention_max_age)
-            .field("retention_max_bytes", &self.retention_max_bytes)
-            .field("retention_dead_letters", &self.retention_dead_letters)
-            .field("shards", &self.shards)
-            .field("sync_ack", &self.sync_ack)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("replay_cursor", &self.replay_cursor)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("credentials_file", &self.credentials_file)
-            .field("tls", &self.tls)
-            .finish()
-    }
-}
-
-/// The URL list with any `user:password@` or `token@` part replaced by `***@`.
-pub(crate) fn redact_url(url: &str) -> String {
-    url.split(',')
-        .map(|part| match (part.find("://"), part.rfind('@')) {
-            (Some(scheme), Some(at)) if at > scheme => {
-                format!("{}***{}", &part[..scheme + 3], &part[at..])
-            }
-            (None, Some(at)) => format!("***{}", &part[at..]),
-            _ => part.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-impl Default for NatsConfig {
-    fn default() -> Self {
-        Self {
-            url: DEFAULT_URL.to_owned(),
-            prefix: "photon".to_owned(),
-            replicas: 1,
-            retention_max_age: None,
-            retention_max_bytes: None,
-            retention_dead_letters: false,
-            shards: 1,
-            sync_ack: true,
-            max_in_flight: 256,
-            replay_cursor: ReplayCursor::StreamSeq,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            credentials_file: None,
-            tls: TlsConfig::default(),
-        }
-    }
-}
-
 impl NatsConfig {
     /// Defaults overridden by the `PHOTON_NATS_*` environment variables.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] naming the first variable whose value is refused.
+    /// [`PhotonError::Config`](photon_core::PhotonError::Config) naming the first variable whose value is refused.
     pub fn from_env() -> Result<Self> {
         NatsStoragePortBuilder::new().config()
     }
 
-    /// Checks values that parse but cannot work: empty URLs, a prefix outside
-    /// `[A-Za-z0-9-]`, counts out of range, a zero connect timeout.
+    /// Checks values that parse but cannot work (empty URLs, a prefix outside
+    /// `[A-Za-z0-9-]`, counts out of range, a zero connect timeout, half a client
+    /// certificate), naming the field.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] naming the field and what is accepted.
+    /// [`PhotonError::Config`](photon_core::PhotonError::Config) naming the field and what is accepted.
     pub fn validate(&self) -> Result<()> {
-        crate::env::validate(self)
+        self.check_settings()?;
+        crate::env::check_client_cert(&self.tls)
     }
 }
 
-/// Builds a [`NatsStoragePort`]: builder calls win over environment variables, which win
-/// over defaults.
-///
-/// | setting | variable | default |
-/// |---|---|---|
-/// | [`url`](Self::url) | `PHOTON_NATS_URL` | `nats://127.0.0.1:4222` |
-/// | [`prefix`](Self::prefix) | `PHOTON_NATS_PREFIX` | `photon` |
-/// | [`replicas`](Self::replicas) | `PHOTON_NATS_REPLICAS` | 1 |
-/// | [`retention_max_age`](Self::retention_max_age) | `PHOTON_NATS_RETENTION_MAX_AGE` | unset (no limit) |
-/// | [`retention_max_bytes`](Self::retention_max_bytes) | `PHOTON_NATS_RETENTION_MAX_BYTES` | unset (no limit) |
-/// | [`retention_dead_letters`](Self::retention_dead_letters) | `PHOTON_NATS_RETENTION_DEAD_LETTERS` | `false` |
-/// | [`shards`](Self::shards) | `PHOTON_NATS_SHARDS` | 1 |
-/// | [`sync_ack`](Self::sync_ack) | `PHOTON_NATS_SYNC_ACK` | `true` |
-/// | [`max_in_flight`](Self::max_in_flight) | `PHOTON_NATS_MAX_IN_FLIGHT` | 256 |
-/// | [`replay_cursor`](Self::replay_cursor) | `PHOTON_NATS_REPLAY_CURSOR` | `stream_seq` |
-/// | [`connect_timeout`](Self::connect_timeout) | `PHOTON_NATS_CONNECT_TIMEOUT` | `30s` |
-/// | [`credentials_file`](Self::credentials_file) | `PHOTON_NATS_CREDENTIALS_FILE` | none |
-/// | [`tls_required`](Self::tls_required) | `PHOTON_NATS_TLS_REQUIRED` | `false` |
-/// | [`tls_ca_file`](Self::tls_ca_file) | `PHOTON_NATS_TLS_CA_FILE` | none |
-/// | [`tls_client_cert`](Self::tls_client_cert) | `PHOTON_NATS_TLS_CERT_FILE` and `PHOTON_NATS_TLS_KEY_FILE` | none |
-///
-/// Deprecated names still read: `PHOTON_NATS_STREAM_PREFIX`, `PHOTON_NATS_STREAM_SHARDS`,
-/// `PHOTON_NATS_MAX_AGE` and `PHOTON_NATS_MAX_BYTES` (whose `k`, `m`, `g` stay binary).
-///
-/// ```
-/// use photon_backend_nats::NatsStoragePortBuilder;
-/// let builder = NatsStoragePortBuilder::new().url("nats://127.0.0.1:4222").shards(4);
-/// assert_eq!(builder.config().unwrap().shards, 4);
-/// ```
-#[derive(Debug, Clone, Default)]
-#[must_use]
-pub struct NatsStoragePortBuilder {
-    pub(crate) url: Option<String>,
-    pub(crate) prefix: Option<String>,
-    pub(crate) replicas: Option<usize>,
-    pub(crate) retention_max_age: Option<Duration>,
-    pub(crate) retention_max_bytes: Option<u64>,
-    pub(crate) shards: Option<u32>,
-    pub(crate) sync_ack: Option<bool>,
-    pub(crate) max_in_flight: Option<usize>,
-    pub(crate) replay_cursor: Option<ReplayCursor>,
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) retention_dead_letters: Option<bool>,
-    pub(crate) credentials_file: Option<PathBuf>,
-    pub(crate) tls_required: Option<bool>,
-    pub(crate) tls_ca_file: Option<PathBuf>,
-    pub(crate) tls_client_cert: Option<(PathBuf, PathBuf)>,
-}
-
+/// The TLS setters reach into the builder's [`TlsConfigBuilder`]; the deprecated names
+/// forward to the current ones.
 impl NatsStoragePortBuilder {
-    /// A builder with nothing set.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Server URL(s), comma separated.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().url("nats://10.0.0.1:4222");
-    /// ```
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
-        self
-    }
-
-    /// Prefix of streams and subjects (`[A-Za-z0-9-]`, 1 to 32 characters).
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().prefix("shop");
-    /// ```
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = Some(prefix.into());
-        self
-    }
-
-    /// Deprecated name of [`NatsStoragePortBuilder::prefix`].
-    #[deprecated(note = "use prefix(), the name every adapter uses")]
-    pub fn stream_prefix(self, prefix: impl Into<String>) -> Self {
-        self.prefix(prefix)
-    }
-
-    /// Stream replicas, 1 to 5.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().replicas(3);
-    /// ```
-    pub fn replicas(mut self, replicas: usize) -> Self {
-        self.replicas = Some(replicas);
-        self
-    }
-
-    /// Oldest event kept; `Duration::ZERO` keeps events regardless of age.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new()
-    ///     .retention_max_age(Duration::from_secs(86_400));
-    /// ```
-    pub fn retention_max_age(mut self, max_age: Duration) -> Self {
-        self.retention_max_age = Some(max_age);
-        self
-    }
-
-    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_age`].
-    #[deprecated(note = "use retention_max_age(), the name every adapter uses")]
-    pub fn max_age(self, max_age: Duration) -> Self {
-        self.retention_max_age(max_age)
-    }
-
-    /// Largest stream size in bytes; 0 is unlimited.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().retention_max_bytes(1 << 30);
-    /// ```
-    pub fn retention_max_bytes(mut self, max_bytes: u64) -> Self {
-        self.retention_max_bytes = Some(max_bytes);
-        self
-    }
-
-    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_bytes`].
-    #[deprecated(note = "use retention_max_bytes(), the name every adapter uses")]
-    pub fn max_bytes(self, max_bytes: u64) -> Self {
-        self.retention_max_bytes(max_bytes)
-    }
-
-    /// Streams (shards) per topic, 1 to 64.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().shards(4);
-    /// ```
-    pub fn shards(mut self, shards: u32) -> Self {
-        self.shards = Some(shards);
-        self
-    }
-
-    /// Deprecated name of [`NatsStoragePortBuilder::shards`].
-    #[deprecated(note = "use shards(), the name every adapter uses")]
-    pub fn stream_shards(self, shards: u32) -> Self {
-        self.shards(shards)
-    }
-
-    /// Whether `append` waits for the server's ack.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().sync_ack(false);
-    /// ```
-    pub fn sync_ack(mut self, sync_ack: bool) -> Self {
-        self.sync_ack = Some(sync_ack);
-        self
-    }
-
-    /// Publishes awaiting their ack at once, 1 to 65536.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().max_in_flight(1024);
-    /// ```
-    pub fn max_in_flight(mut self, max_in_flight: usize) -> Self {
-        self.max_in_flight = Some(max_in_flight);
-        self
-    }
-
-    /// Replay reach of subscriptions.
-    ///
-    /// ```
-    /// use photon_backend_nats::{NatsStoragePortBuilder, ReplayCursor};
-    /// let b = NatsStoragePortBuilder::new().replay_cursor(ReplayCursor::TailOnly);
-    /// ```
-    pub fn replay_cursor(mut self, cursor: ReplayCursor) -> Self {
-        self.replay_cursor = Some(cursor);
-        self
-    }
-
-    /// How long opening keeps trying to reach a server before it fails with
-    /// [`photon_core::PhotonError::Unavailable`]; attempts are retried with a growing
-    /// pause (up to 1 s) while nothing answers.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().connect_timeout(Duration::from_secs(60));
-    /// ```
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
-    }
-
-    /// Whether the age and size limits apply to dead-letter topics (`*.dlq`) too; by
-    /// default they do not, and dead letters are kept until deleted explicitly.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().retention_dead_letters(true);
-    /// ```
-    pub fn retention_dead_letters(mut self, apply: bool) -> Self {
-        self.retention_dead_letters = Some(apply);
-        self
-    }
-
-    /// NATS credentials file.
-    ///
-    /// ```
-    /// let b = photon_backend_nats::NatsStoragePortBuilder::new().credentials_file("/etc/photon/app.creds");
-    /// ```
-    pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.credentials_file = Some(path.into());
-        self
-    }
-
     /// Requires TLS.
     ///
     /// ```
     /// let b = photon_backend_nats::NatsStoragePortBuilder::new().tls_required(true);
     /// ```
     pub fn tls_required(mut self, required: bool) -> Self {
-        self.tls_required = Some(required);
+        self.tls = self.tls.required(required);
         self
     }
 
@@ -492,7 +252,7 @@ impl NatsStoragePortBuilder {
     /// let b = photon_backend_nats::NatsStoragePortBuilder::new().tls_ca_file("/etc/photon/ca.pem");
     /// ```
     pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.tls_ca_file = Some(path.into());
+        self.tls = self.tls.ca_file(path);
         self
     }
 
@@ -503,22 +263,53 @@ impl NatsStoragePortBuilder {
     ///     .tls_client_cert("/etc/photon/cert.pem", "/etc/photon/key.pem");
     /// ```
     pub fn tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
-        self.tls_client_cert = Some((cert.into(), key.into()));
+        self.tls = self.tls.cert_file(cert).key_file(key);
         self
     }
 
-    /// The resolved configuration (builder, then environment, then defaults).
+    /// Deprecated name of [`NatsStoragePortBuilder::prefix`].
+    #[deprecated(note = "use prefix(), the name every adapter uses")]
+    pub fn stream_prefix(self, prefix: impl Into<String>) -> Self {
+        self.prefix(prefix)
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_age`].
+    #[deprecated(note = "use retention_max_age(), the name every adapter uses")]
+    pub fn max_age(self, max_age: Duration) -> Self {
+        self.retention_max_age(max_age)
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::retention_max_bytes`].
+    #[deprecated(note = "use retention_max_bytes(), the name every adapter uses")]
+    pub fn max_bytes(self, max_bytes: u64) -> Self {
+        self.retention_max_bytes(max_bytes)
+    }
+
+    /// Deprecated name of [`NatsStoragePortBuilder::shards`].
+    #[deprecated(note = "use shards(), the name every adapter uses")]
+    pub fn stream_shards(self, shards: u32) -> Self {
+        self.shards(shards)
+    }
+
+    /// The resolved configuration (builder, then environment, then defaults), checked.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] naming the variable or field and the accepted values.
+    /// [`PhotonError::Config`](photon_core::PhotonError::Config) naming the variable or field and the accepted values.
     pub fn config(&self) -> Result<NatsConfig> {
-        self.resolve(&photon_core::config::Env::process())
+        self.checked(&Env::process())
+    }
+
+    /// [`resolve`](Self::resolve) against `env`, then the checks across settings.
+    pub(crate) fn checked(&self, env: &Env) -> Result<NatsConfig> {
+        let config = self.clone().resolve(env)?;
+        crate::env::check_client_cert(&config.tls)?;
+        Ok(config)
     }
 
     /// Connects and returns the port.
     ///
     /// # Errors
-    /// [`photon_core::PhotonError::Config`] for a refused value, [`photon_core::PhotonError::Unavailable`] when the
+    /// [`PhotonError::Config`](photon_core::PhotonError::Config) for a refused value, [`PhotonError::Unavailable`](photon_core::PhotonError::Unavailable) when the
     /// server cannot be reached.
     pub async fn build(self) -> Result<NatsStoragePort> {
         NatsStoragePort::connect(self.config()?).await

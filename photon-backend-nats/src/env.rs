@@ -1,200 +1,122 @@
-//! Resolution of a builder against the `PHOTON_NATS_*` environment variables (parsed in
-//! Photon's one dialect, `photon_core::config`), and the checks of a resolved config.
+//! The NATS port's own kinds of setting (server URLs, the stream prefix) for its settings
+//! table in `config.rs` (`photon_core::settings!`), the check across settings (a client
+//! certificate and its key go together), the redaction of URL secrets; the tests of the
+//! table at work.
 
-use std::ops::RangeInclusive;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::fmt;
 
-use photon_core::config::{check_count, parse_duration, Alias, Env, EnvVar};
+use photon_core::config::{Env, EnvVar, Kind, Text};
 use photon_core::{PhotonError, Result};
 
-use crate::config::{
-    redact_url, NatsConfig, NatsStoragePortBuilder, ReplayCursor, TlsConfig, CONNECT_TIMEOUT_ENV,
-    CREDENTIALS_FILE_ENV, MAX_IN_FLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV,
-    RETENTION_DEAD_LETTERS_ENV, RETENTION_MAX_AGE_ENV, RETENTION_MAX_BYTES_ENV, SHARDS_ENV,
-    SYNC_ACK_ENV, TLS_CA_FILE_ENV, TLS_CERT_FILE_ENV, TLS_KEY_FILE_ENV, TLS_REQUIRED_ENV, URL_ENV,
-};
+use crate::config::{TlsConfig, TLS_CERT_FILE_ENV, TLS_KEY_FILE_ENV};
 
-const PREFIX: EnvVar =
-    EnvVar::new(PREFIX_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")]);
-const SHARDS: EnvVar =
-    EnvVar::new(SHARDS_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_STREAM_SHARDS")]);
-const RETENTION_MAX_AGE: EnvVar =
-    EnvVar::new(RETENTION_MAX_AGE_ENV).aliases(&[Alias::deprecated("PHOTON_NATS_MAX_AGE")]);
-const RETENTION_MAX_BYTES: EnvVar = EnvVar::new(RETENTION_MAX_BYTES_ENV)
-    .aliases(&[Alias::deprecated_binary_letters("PHOTON_NATS_MAX_BYTES")]);
-const REPLAY_CURSORS: [(&str, ReplayCursor); 2] = [
-    ("stream_seq", ReplayCursor::StreamSeq),
-    ("tail_only", ReplayCursor::TailOnly),
-];
+/// Server URLs, comma separated, none empty; shown without passwords or tokens in `Debug`
+/// and in errors.
+#[derive(Debug)]
+pub enum ServerUrls {}
 
-const REPLICAS: RangeInclusive<u64> = 1..=5;
-const SHARD_COUNTS: RangeInclusive<u64> = 1..=64;
-const IN_FLIGHT: RangeInclusive<u64> = 1..=65_536;
+impl Kind for ServerUrls {
+    type Value = String;
+    type Set = String;
 
-impl NatsStoragePortBuilder {
-    /// Builder values, then `env`, then defaults; then [`validate`].
-    pub(crate) fn resolve(&self, env: &Env) -> Result<NatsConfig> {
-        let defaults = NatsConfig::default();
-        let var = EnvVar::new;
-        let count =
-            |set: Option<u64>, var: &EnvVar, range: RangeInclusive<u64>, default: u64| match set {
-                Some(value) => Ok(value),
-                None => env.count(var, range).map(|found| found.unwrap_or(default)),
-            };
-        let flag = |set: Option<bool>, name: &'static str, default: bool| match set {
-            Some(value) => Ok(value),
-            None => env.flag(&var(name)).map(|found| found.unwrap_or(default)),
-        };
-        let retention_max_age = match self.retention_max_age {
-            Some(age) => Some(age),
-            None => env.duration(&RETENTION_MAX_AGE)?,
-        };
-        let retention_max_bytes = match self.retention_max_bytes {
-            Some(bytes) => Some(bytes),
-            None => env.size(&RETENTION_MAX_BYTES)?,
-        };
-        let config = NatsConfig {
-            url: match &self.url {
-                Some(url) => url.clone(),
-                None => env
-                    .read(&var(URL_ENV), |found| {
-                        check_urls(found.name, found.text.trim())
-                    })?
-                    .unwrap_or(defaults.url),
-            },
-            prefix: match &self.prefix {
-                Some(prefix) => prefix.clone(),
-                None => env
-                    .read(&PREFIX, |found| check_prefix(found.name, found.text.trim()))?
-                    .unwrap_or(defaults.prefix),
-            },
-            replicas: count(
-                self.replicas.map(|v| v as u64),
-                &var(REPLICAS_ENV),
-                REPLICAS,
-                1,
-            )? as usize,
-            retention_max_age: retention_max_age.filter(|age| !age.is_zero()),
-            retention_max_bytes: retention_max_bytes.filter(|bytes| *bytes > 0),
-            retention_dead_letters: flag(
-                self.retention_dead_letters,
-                RETENTION_DEAD_LETTERS_ENV,
-                false,
-            )?,
-            shards: count(self.shards.map(u64::from), &SHARDS, SHARD_COUNTS, 1)? as u32,
-            sync_ack: flag(self.sync_ack, SYNC_ACK_ENV, true)?,
-            max_in_flight: count(
-                self.max_in_flight.map(|v| v as u64),
-                &var(MAX_IN_FLIGHT_ENV),
-                IN_FLIGHT,
-                256,
-            )? as usize,
-            replay_cursor: match self.replay_cursor {
-                Some(cursor) => cursor,
-                None => env
-                    .choice(&var(REPLAY_CURSOR_ENV), &REPLAY_CURSORS)?
-                    .unwrap_or_default(),
-            },
-            connect_timeout: match self.connect_timeout {
-                Some(timeout) => timeout,
-                None => env
-                    .read(&var(CONNECT_TIMEOUT_ENV), |found| {
-                        check_timeout(found.name, parse_duration(found.name, &found.text)?)
-                    })?
-                    .unwrap_or(defaults.connect_timeout),
-            },
-            credentials_file: match &self.credentials_file {
-                Some(path) => Some(path.clone()),
-                None => env.path(&var(CREDENTIALS_FILE_ENV))?,
-            },
-            tls: TlsConfig {
-                required: flag(self.tls_required, TLS_REQUIRED_ENV, false)?,
-                ca_file: match &self.tls_ca_file {
-                    Some(path) => Some(path.clone()),
-                    None => env.path(&var(TLS_CA_FILE_ENV))?,
-                },
-                client_cert: match &self.tls_client_cert {
-                    Some(pair) => Some(pair.clone()),
-                    None => client_cert(env)?,
-                },
-            },
-        };
-        validate(&config)?;
-        Ok(config)
+    fn form() -> String {
+        "server URLs, comma separated".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        Text::read(env, var)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        Text::parse(field, text)
+    }
+    fn check(name: &str, urls: &String) -> Result<()> {
+        if urls.split(',').any(|part| part.trim().is_empty()) {
+            return Err(PhotonError::config(
+                name,
+                redact_url(urls),
+                "one or more server URLs, comma separated",
+            ));
+        }
+        Ok(())
+    }
+    fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&redact_url(value), f)
     }
 }
 
-/// The client certificate and key files, both or neither.
-fn client_cert(env: &Env) -> Result<Option<(PathBuf, PathBuf)>> {
-    let cert = env.path(&EnvVar::new(TLS_CERT_FILE_ENV))?;
-    let key = env.path(&EnvVar::new(TLS_KEY_FILE_ENV))?;
-    match (cert, key) {
-        (Some(cert), Some(key)) => Ok(Some((cert, key))),
-        (None, None) => Ok(None),
+/// A prefix of stream and subject names: 1 to 32 characters from `[A-Za-z0-9-]`.
+#[derive(Debug)]
+pub enum StreamPrefix {}
+
+impl Kind for StreamPrefix {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        "1 to 32 characters from `[A-Za-z0-9-]`".to_owned()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        Text::read(env, var)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        Text::parse(field, text)
+    }
+    fn check(name: &str, prefix: &String) -> Result<()> {
+        let accepted = (1..=32).contains(&prefix.len())
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if accepted {
+            Ok(())
+        } else {
+            Err(PhotonError::config(
+                name,
+                prefix,
+                "1 to 32 characters from [A-Za-z0-9-]",
+            ))
+        }
+    }
+}
+
+/// The URL list with any `user:password@` or `token@` part replaced by `***@`.
+pub(crate) fn redact_url(url: &str) -> String {
+    url.split(',')
+        .map(|part| match (part.find("://"), part.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                format!("{}***{}", &part[..scheme + 3], &part[at..])
+            }
+            (None, Some(at)) => format!("***{}", &part[at..]),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A client certificate needs its key, and a key its certificate.
+pub(crate) fn check_client_cert(tls: &TlsConfig) -> Result<()> {
+    match (&tls.cert_file, &tls.key_file) {
         (Some(cert), None) => Err(PhotonError::config(
-            TLS_KEY_FILE_ENV,
+            "tls.key_file",
             "",
             format!(
-                "a key file to go with {TLS_CERT_FILE_ENV}={}",
+                "a key file ({TLS_KEY_FILE_ENV}) to go with the certificate {}",
                 cert.display()
             ),
         )),
-        (None, Some(_)) => Err(PhotonError::config(
-            TLS_CERT_FILE_ENV,
+        (None, Some(key)) => Err(PhotonError::config(
+            "tls.cert_file",
             "",
-            format!("a certificate file to go with {TLS_KEY_FILE_ENV}"),
+            format!(
+                "a certificate file ({TLS_CERT_FILE_ENV}) to go with the key {}",
+                key.display()
+            ),
         )),
-    }
-}
-
-/// Refuses values that parse but cannot work, naming the field.
-pub(crate) fn validate(config: &NatsConfig) -> Result<()> {
-    check_urls("url", &config.url)?;
-    check_prefix("prefix", &config.prefix)?;
-    check_count("replicas", config.replicas as u64, REPLICAS)?;
-    check_count("shards", u64::from(config.shards), SHARD_COUNTS)?;
-    check_count("max_in_flight", config.max_in_flight as u64, IN_FLIGHT)?;
-    check_timeout("connect_timeout", config.connect_timeout)?;
-    Ok(())
-}
-
-fn check_urls(variable: &str, urls: &str) -> Result<String> {
-    if urls.split(',').any(|part| part.trim().is_empty()) {
-        return Err(PhotonError::config(
-            variable,
-            redact_url(urls),
-            "one or more server URLs, comma separated",
-        ));
-    }
-    Ok(urls.to_owned())
-}
-
-fn check_prefix(variable: &str, prefix: &str) -> Result<String> {
-    let ok = (1..=32).contains(&prefix.len())
-        && prefix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-');
-    if ok {
-        Ok(prefix.to_owned())
-    } else {
-        Err(PhotonError::config(
-            variable,
-            prefix,
-            "1 to 32 characters from [A-Za-z0-9-]",
-        ))
-    }
-}
-
-fn check_timeout(variable: &str, timeout: Duration) -> Result<Duration> {
-    if timeout.is_zero() {
-        Err(PhotonError::config(
-            variable,
-            "0",
-            "a duration greater than zero, e.g. 30s",
-        ))
-    } else {
-        Ok(timeout)
+        _ => Ok(()),
     }
 }
 
@@ -202,8 +124,13 @@ fn check_timeout(variable: &str, timeout: Duration) -> Result<Duration> {
 mod tests {
     use super::*;
 
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use crate::config::*;
+
     fn resolve(builder: NatsStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<NatsConfig> {
-        builder.resolve(&Env::from_pairs(pairs.iter().copied()))
+        builder.checked(&Env::from_pairs(pairs.iter().copied()))
     }
 
     fn refused(pairs: &[(&str, &str)]) -> String {
@@ -258,10 +185,8 @@ mod tests {
         assert_eq!(config.credentials_file, Some(PathBuf::from("/x.creds")));
         assert!(config.tls.required);
         assert_eq!(config.tls.ca_file, Some(PathBuf::from("/ca.pem")));
-        assert_eq!(
-            config.tls.client_cert,
-            Some((PathBuf::from("/c.pem"), PathBuf::from("/k.pem")))
-        );
+        assert_eq!(config.tls.cert_file, Some(PathBuf::from("/c.pem")));
+        assert_eq!(config.tls.key_file, Some(PathBuf::from("/k.pem")));
     }
 
     #[test]
@@ -373,7 +298,7 @@ mod tests {
             (
                 CONNECT_TIMEOUT_ENV,
                 "0",
-                "expected a duration greater than zero, e.g. 30s",
+                "expected a duration greater than zero",
             ),
         ];
         for (name, value, expected) in cases {
@@ -401,6 +326,13 @@ mod tests {
     fn half_a_client_certificate_is_refused() {
         assert!(refused(&[(TLS_CERT_FILE_ENV, "/c.pem")]).contains(TLS_KEY_FILE_ENV));
         assert!(refused(&[(TLS_KEY_FILE_ENV, "/k.pem")]).contains(TLS_CERT_FILE_ENV));
+    }
+
+    #[test]
+    fn the_configuration_page_holds_the_settings_table() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        photon_core::config::assert_documented(&page, &NatsConfig::settings());
     }
 
     #[test]
@@ -434,10 +366,10 @@ mod tests {
                 "retention_max_age": "7d", "retention_max_bytes": "10GiB",
                 "retention_dead_letters": true, "sync_ack": "off", "max_in_flight": 64,
                 "replay_cursor": "tail_only", "connect_timeout": "5s",
-                "tls": {"required": "yes", "client_cert": ["/c.pem", "/k.pem"]}}"#,
+                "tls": {"required": "yes", "cert_file": "/c.pem", "key_file": "/k.pem"}}"#,
         )
         .unwrap();
-        validate(&config).unwrap();
+        config.validate().unwrap();
         assert_eq!(config.url, "nats://10.0.0.1:4222");
         assert_eq!(config.prefix, "shop");
         assert_eq!(config.shards, 4);
@@ -449,15 +381,20 @@ mod tests {
         assert_eq!(config.replay_cursor, ReplayCursor::TailOnly);
         assert_eq!(config.connect_timeout, Duration::from_secs(5));
         assert!(config.tls.required);
-        assert_eq!(
-            config.tls.client_cert,
-            Some((PathBuf::from("/c.pem"), PathBuf::from("/k.pem")))
-        );
+        assert_eq!(config.tls.cert_file, Some(PathBuf::from("/c.pem")));
         assert_eq!(config.replicas, 1);
-        let bad: NatsConfig = serde_json::from_str(r#"{"shards": 100}"#).unwrap();
-        assert_eq!(
-            validate(&bad).unwrap_err().to_string(),
-            "invalid configuration shards=\"100\": expected an integer from 1 to 64"
+        let bad = serde_json::from_str::<NatsConfig>(r#"{"shards": 100}"#).unwrap_err();
+        assert!(
+            bad.to_string().starts_with(
+                "invalid configuration shards=\"100\": expected an integer from 1 to 64"
+            ),
+            "{bad}"
         );
+        let half: NatsConfig = serde_json::from_str(r#"{"tls": {"cert_file": "/c.pem"}}"#).unwrap();
+        assert!(half
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("tls.key_file"));
     }
 }

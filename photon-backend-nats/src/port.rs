@@ -16,7 +16,8 @@ use photon_core::{
 
 use crate::checkpoint::Checkpoints;
 use crate::codec::split_seq;
-use crate::config::{redact_url, NatsConfig, ReplayCursor, CREDENTIALS_FILE_ENV, URL_ENV};
+use crate::config::{NatsConfig, ReplayCursor, CREDENTIALS_FILE_ENV, URL_ENV};
+use crate::env::redact_url;
 use crate::error::{unavailable, LABEL};
 use crate::publish::Publisher;
 use crate::topic::{Names, Streams};
@@ -243,7 +244,7 @@ async fn connect_options(config: &NatsConfig, attempt_timeout: Duration) -> Resu
     if let Some(ca) = &config.tls.ca_file {
         options = options.add_root_certificates(ca.clone());
     }
-    if let Some((cert, key)) = &config.tls.client_cert {
+    if let (Some(cert), Some(key)) = (&config.tls.cert_file, &config.tls.key_file) {
         options = options.add_client_certificate(cert.clone(), key.clone());
     }
     Ok(options)

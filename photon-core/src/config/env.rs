@@ -177,6 +177,18 @@ impl Env {
         (self.lookup)(name).filter(|text| !text.trim().is_empty())
     }
 
+    /// The name `var`'s value is read under: its own when set, else the first alias set
+    /// (`var`'s own when none is).
+    pub fn source(&self, var: &EnvVar) -> &'static str {
+        if self.get(var.name).is_some() {
+            return var.name;
+        }
+        var.aliases
+            .iter()
+            .find(|alias| self.get(alias.name).is_some())
+            .map_or(var.name, |alias| alias.name)
+    }
+
     /// The value of `var` as `read` reads it: under its name, else under the first alias
     /// that is set. Blank values count as unset.
     ///

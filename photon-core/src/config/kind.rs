@@ -76,7 +76,7 @@ pub fn resolve<K: Kind>(
 ) -> Result<Option<K::Value>> {
     let (value, name) = match set {
         Some(value) => (Some(value), field),
-        None => (K::read(env, var)?, var.name),
+        None => (K::read(env, var)?, env.source(var)),
     };
     if let Some(value) = &value {
         K::check(name, value)?;
@@ -397,6 +397,47 @@ impl<K: Kind> Kind for Optional<K> {
                 .finish(),
             None => f.write_str("None"),
         }
+    }
+}
+
+/// A limit of kind `K` where zero means none: `None` (no limit) when unset, zero or a config
+/// file's `null`.
+#[derive(Debug)]
+pub struct Limit<K>(PhantomData<K>);
+
+impl<K: Kind> Limit<K>
+where
+    K::Value: Default + PartialEq,
+{
+    fn limit(value: K::Value) -> Option<K::Value> {
+        (value != K::Value::default()).then_some(value)
+    }
+}
+
+impl<K: Kind> Kind for Limit<K>
+where
+    K::Value: Default + PartialEq,
+{
+    type Value = Option<K::Value>;
+    type Set = K::Value;
+
+    fn form() -> String {
+        format!("{}, `0` for none", K::form())
+    }
+    fn set(value: K::Value) -> Option<K::Value> {
+        Self::limit(value)
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<Option<K::Value>>> {
+        Ok(K::read(env, var)?.map(Self::limit))
+    }
+    fn parse(field: &str, text: &str) -> Result<Option<K::Value>> {
+        K::parse(field, text).map(Self::limit)
+    }
+    fn check(name: &str, value: &Option<K::Value>) -> Result<()> {
+        value.as_ref().map_or(Ok(()), |value| K::check(name, value))
+    }
+    fn null() -> Option<Option<K::Value>> {
+        Some(None)
     }
 }
 

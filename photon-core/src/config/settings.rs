@@ -8,7 +8,8 @@
 /// ```text
 /// /// Summary line (the docs' table shows it).
 /// /// More lines (rustdoc only).
-/// field: Kind [into] = default, env NAME_ENV = "PHOTON_PORT_FIELD" [, aliases [Alias, ..]], shown "`default`";
+/// field: Kind [into] = default, env NAME_ENV = "PHOTON_PORT_FIELD" [, aliases [Alias, ..]]
+///     [, file aliases ["old_field", ..]], shown "`default`";
 /// ```
 ///
 /// After the rows, an optional `groups { /// Summary. \n field: Group => GroupBuilder; .. }`
@@ -70,7 +71,8 @@ macro_rules! settings {
             #[doc = $summary:literal]
             $(#[doc = $doc:literal])*
             $field:ident : $kind:ty $([$into:ident])? = $default:expr,
-                env $ENV:ident = $var:literal $(, aliases [$($alias:expr),* $(,)?])?,
+                env $ENV:ident = $var:literal $(, aliases [$($alias:expr),* $(,)?])?
+                $(, file aliases [$($file_alias:literal),* $(,)?])?,
                 shown $shown:literal;
         )*
         $(
@@ -175,6 +177,7 @@ macro_rules! settings {
                 struct Raw {
                     $(
                         #[serde(default, deserialize_with = "photon_core::config::present")]
+                        $($(#[serde(alias = $file_alias)])*)?
                         $field: Option<Option<$crate::config::RawSetting>>,
                     )*
                     $($(
