@@ -103,7 +103,7 @@ impl FluvioStoragePort {
     /// [`photon_core::PhotonError::Unavailable`] when the cluster cannot be reached in 20 s
     /// or a TLS handshake fails (the message names the cause).
     pub async fn connect(config: FluvioConfig) -> Result<Self> {
-        crate::env::validate_settings(&config)?;
+        config.check_settings()?;
         let connector = config.connector()?;
         let publish = Connection::open(Role::Publish, &config.endpoint, connector.clone()).await?;
         let fluvio = publish.current();

@@ -301,7 +301,7 @@ impl NatsStoragePortBuilder {
 
     /// [`resolve`](Self::resolve) against `env`, then the checks across settings.
     pub(crate) fn checked(&self, env: &Env) -> Result<NatsConfig> {
-        let config = self.clone().resolve(env)?;
+        let config = self.clone().resolve_with(env)?;
         crate::env::check_client_cert(&config.tls)?;
         Ok(config)
     }

@@ -152,7 +152,7 @@ impl PostgresStoragePortBuilder {
     /// # Errors
     /// [`photon_core::PhotonError::Config`] naming the variable or field of a refused value.
     pub fn config(self) -> Result<PostgresConfig> {
-        self.resolve(&photon_core::config::Env::process())
+        self.resolve_with(&photon_core::config::Env::process())
     }
 
     /// Connects, creates the schema and tables when missing, and opens the port.

@@ -165,7 +165,7 @@ mod tests {
         builder: PostgresStoragePortBuilder,
         pairs: &[(&str, &str)],
     ) -> Result<PostgresConfig> {
-        builder.resolve(&Env::from_pairs(pairs.iter().copied()))
+        builder.resolve_with(&Env::from_pairs(pairs.iter().copied()))
     }
 
     #[test]

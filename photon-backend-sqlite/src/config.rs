@@ -169,7 +169,7 @@ impl SqliteStoragePortBuilder {
     /// # Errors
     /// [`photon_core::PhotonError::Config`] naming the variable or field of a refused value.
     pub fn config(self) -> Result<SqliteConfig> {
-        self.resolve(&photon_core::config::Env::process())
+        self.resolve_with(&photon_core::config::Env::process())
     }
 
     /// Opens the port (creating the file and schema when missing) on a blocking thread.

@@ -15,7 +15,7 @@ mod tests {
     use crate::config::*;
 
     fn resolve(builder: SqliteStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<SqliteConfig> {
-        builder.resolve(&Env::from_pairs(pairs.iter().copied()))
+        builder.resolve_with(&Env::from_pairs(pairs.iter().copied()))
     }
 
     #[test]

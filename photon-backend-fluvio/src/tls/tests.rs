@@ -17,7 +17,7 @@ use crate::config::{
 mod certs;
 
 fn resolve(builder: FluvioStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<FluvioConfig> {
-    builder.resolve_with(&Env::from_pairs(pairs.iter().copied()))
+    builder.checked(&Env::from_pairs(pairs.iter().copied()))
 }
 
 fn refused(builder: FluvioStoragePortBuilder, pairs: &[(&str, &str)]) -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::env::{Env, EnvVar};
+use super::env::{Alias, Env, EnvVar};
 use super::parse::{
     check_count, either, parse_choice, parse_count, parse_duration, parse_flag, parse_size,
 };
@@ -518,13 +518,19 @@ pub struct Setting {
     pub summary: &'static str,
     /// The group the setting belongs to (`tls`, `retry`), empty at the config's top level.
     pub group: &'static str,
+    /// Other names of the variable, still read.
+    pub aliases: &'static [Alias],
 }
 
 impl Setting {
-    /// Where a config file writes the setting: `field`, or `group.field`.
+    /// Where a config file writes the setting: `field`, `group.field`, or `group` for the
+    /// group's own switch (a setting with no field).
     pub fn path(&self) -> String {
         if self.group.is_empty() {
             self.field.to_owned()
+        } else if self.field.is_empty() {
+            // The group's own switch (a TLS object present in the file).
+            self.group.to_owned()
         } else {
             format!("{}.{}", self.group, self.field)
         }
@@ -537,9 +543,22 @@ pub fn markdown_table(settings: &[Setting]) -> String {
     let mut table =
         String::from("| variable | setting | kind | default | meaning |\n|---|---|---|---|---|\n");
     for setting in settings {
+        // Names kept for good are shown; deprecated ones are listed with the renamed
+        // variables.
+        let also: Vec<String> = setting
+            .aliases
+            .iter()
+            .filter(|alias| !alias.deprecated)
+            .map(|alias| format!("`{}`", alias.name))
+            .collect();
+        let variable = if also.is_empty() {
+            format!("`{}`", setting.variable)
+        } else {
+            format!("`{}` (also read: {})", setting.variable, also.join(", "))
+        };
         table.push_str(&format!(
-            "| `{}` | `{}` | {} | {} | {} |\n",
-            setting.variable,
+            "| {} | `{}` | {} | {} | {} |\n",
+            variable,
             setting.path(),
             (setting.form)(),
             setting.default,

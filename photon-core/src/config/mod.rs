@@ -27,6 +27,8 @@ mod kind;
 mod parse;
 mod settings;
 
+pub use settings::GroupBuilder;
+
 pub use env::{Alias, AliasForm, Env, EnvVar, Found};
 pub use kind::{
     assert_documented, from_file, markdown_table, present, resolve, AnyDuration, Choice, Choices,

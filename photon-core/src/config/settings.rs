@@ -15,7 +15,8 @@
 /// After the rows, an optional `groups { /// Summary. \n field: Group => GroupBuilder; .. }`
 /// nests configs made by another `settings!` (a config file writes them as an object under
 /// the field; the docs' table names their settings `field.setting`); the builder resolves
-/// each group's builder, and the port writes the setters that reach into it.
+/// each group's builder ([`GroupBuilder`]; one written by hand serves too), and the port
+/// writes the setters that reach into it.
 ///
 /// It makes:
 /// - `pub const NAME_ENV: &str`, the variable, documented with the setting's text and
@@ -28,7 +29,7 @@
 ///   docs; and `check_settings`, the checks of values set in
 ///   code;
 /// - the builder: a setter per setting (taking `impl Into<_>` when the row says `into`),
-///   and `resolve(&Env)`, builder value > variable (or an alias) > default, each value set
+///   and `resolve_with(&Env)`, builder value > variable (or an alias) > default, each value set
 ///   or read checked once ([`resolve`](crate::config::resolve)).
 ///
 /// Kinds are the types of [`crate::config`] that implement [`Kind`](crate::config::Kind); a port's own words are a
@@ -53,9 +54,9 @@
 /// }
 ///
 /// let env = Env::from_pairs([(POLL_INTERVAL_ENV, "20ms")]);
-/// let config = PortBuilder::new().page_size(64).resolve(&env).unwrap();
+/// let config = PortBuilder::new().page_size(64).resolve_with(&env).unwrap();
 /// assert_eq!((config.page_size, config.poll_interval), (64, Duration::from_millis(20)));
-/// let refused = PortBuilder::new().page_size(0).resolve(&env).unwrap_err();
+/// let refused = PortBuilder::new().page_size(0).resolve_with(&env).unwrap_err();
 /// assert_eq!(refused.to_string(), "invalid configuration page_size=\"0\": expected an integer of at least 1");
 /// let from_file: PortConfig = serde_json::from_str(r#"{"poll_interval": "1s"}"#).unwrap();
 /// assert_eq!(from_file.poll_interval, Duration::from_secs(1));
@@ -140,6 +141,7 @@ macro_rules! settings {
                     default: $shown,
                     summary: $summary,
                     group: "",
+                    aliases: &[$($($alias),*)?],
                 },)*
             ];
 
@@ -149,7 +151,7 @@ macro_rules! settings {
                 #[allow(unused_mut)]
                 let mut settings = Self::SETTINGS.to_vec();
                 $($(
-                    settings.extend(<$Group>::settings().into_iter().map(|setting| {
+                    settings.extend(<$GroupBuilder as $crate::config::GroupBuilder>::group_settings().into_iter().map(|setting| {
                         $crate::config::Setting { group: stringify!($group), ..setting }
                     }));
                 )*)?
@@ -163,7 +165,7 @@ macro_rules! settings {
             /// [`PhotonError::Config`]($crate::PhotonError::Config) naming the field.
             pub fn check_settings(&self) -> $crate::Result<()> {
                 $(<$kind as $crate::config::Kind>::check(stringify!($field), &self.$field)?;)*
-                $($(self.$group.check_settings()?;)*)?
+                $($(<$GroupBuilder as $crate::config::GroupBuilder>::check_group(&self.$group)?;)*)?
                 Ok(())
             }
         }
@@ -244,7 +246,7 @@ macro_rules! settings {
             /// # Errors
             /// [`PhotonError::Config`]($crate::PhotonError::Config) naming the variable or
             /// the field of a value that is not accepted.
-            pub fn resolve(self, env: &$crate::config::Env) -> $crate::Result<$Config> {
+            pub fn resolve_with(self, env: &$crate::config::Env) -> $crate::Result<$Config> {
                 let defaults = $Config::default();
                 Ok($Config {
                     $($field: {
@@ -253,11 +255,47 @@ macro_rules! settings {
                         $crate::config::resolve::<$kind>(stringify!($field), self.$field, env, &VAR)?
                             .unwrap_or(defaults.$field)
                     },)*
-                    $($($group: self.$group.resolve(env)?,)*)?
+                    $($($group: $crate::config::GroupBuilder::resolve_group(self.$group, env)?,)*)?
                 })
             }
         }
+
+        impl $crate::config::GroupBuilder for $Builder {
+            type Value = $Config;
+
+            fn resolve_group(self, env: &$crate::config::Env) -> $crate::Result<$Config> {
+                self.resolve_with(env)
+            }
+            fn group_settings() -> ::std::vec::Vec<$crate::config::Setting> {
+                $Config::settings()
+            }
+            fn check_group(value: &$Config) -> $crate::Result<()> {
+                value.check_settings()
+            }
+        }
     };
+}
+
+/// The builder of a group of settings nested in a config ([`settings!`]'s `groups`): every
+/// builder `settings!` makes is one, and a port writes one by hand for a group whose
+/// settings depend on each other (a TLS switch that a CA file turns on).
+pub trait GroupBuilder: Default + Clone + ::core::fmt::Debug {
+    /// The group's resolved value, the config's field.
+    type Value;
+
+    /// Builder values, then `env`'s variables, then the defaults, each checked.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`](crate::PhotonError::Config) naming the variable or field of
+    /// a refused value.
+    fn resolve_group(self, env: &crate::config::Env) -> crate::Result<Self::Value>;
+    /// The group's settings, for the docs.
+    fn group_settings() -> Vec<crate::config::Setting>;
+    /// Checks a value read from a config file or set in code, naming the field.
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`](crate::PhotonError::Config) naming the field.
+    fn check_group(value: &Self::Value) -> crate::Result<()>;
 }
 
 /// A setter of [`settings!`]: taking the value, or `impl Into` of it for rows marked `into`.

@@ -61,7 +61,7 @@ impl MemStoragePortBuilder {
     /// # Errors
     /// [`crate::PhotonError::Config`] naming the variable or field of a refused value.
     pub fn config(&self) -> Result<MemConfig> {
-        self.clone().resolve(&Env::process())
+        self.clone().resolve_with(&Env::process())
     }
 
     /// The store.
@@ -84,21 +84,25 @@ mod tests {
         let env = Env::from_pairs([("PHOTON_MEM_MAX_PAYLOAD_BYTES", "64KiB")]);
         let builder = MemStoragePortBuilder::new();
         assert_eq!(
-            builder.clone().resolve(&none).unwrap(),
+            builder.clone().resolve_with(&none).unwrap(),
             MemConfig::default()
         );
         assert_eq!(
-            builder.clone().resolve(&env).unwrap().max_payload_bytes,
+            builder
+                .clone()
+                .resolve_with(&env)
+                .unwrap()
+                .max_payload_bytes,
             65_536
         );
-        let built = builder.max_payload_bytes(100).resolve(&env).unwrap();
+        let built = builder.max_payload_bytes(100).resolve_with(&env).unwrap();
         assert_eq!(built.max_payload_bytes, 100);
     }
 
     #[test]
     fn refusals_name_the_variable_or_field() {
         let env = Env::from_pairs([("PHOTON_MEM_MAX_PAYLOAD_BYTES", "big")]);
-        let err = MemStoragePortBuilder::new().resolve(&env).unwrap_err();
+        let err = MemStoragePortBuilder::new().resolve_with(&env).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -109,7 +113,7 @@ mod tests {
         let none = Env::from_pairs::<&str, &str>([]);
         let err = MemStoragePortBuilder::new()
             .max_payload_bytes(0)
-            .resolve(&none)
+            .resolve_with(&none)
             .unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -266,7 +266,7 @@ impl ExecutorConfigBuilder {
     /// # Errors
     /// [`PhotonError::Config`] naming the variable or field and the accepted values.
     pub fn build(self) -> Result<ExecutorConfig> {
-        self.resolve(&Env::process())
+        self.resolve_with(&Env::process())
     }
 }
 
@@ -275,7 +275,7 @@ mod tests {
     use super::*;
 
     fn resolve(builder: ExecutorConfigBuilder, pairs: &[(&str, &str)]) -> Result<ExecutorConfig> {
-        builder.resolve(&Env::from_pairs(pairs.iter().copied()))
+        builder.resolve_with(&Env::from_pairs(pairs.iter().copied()))
     }
 
     #[test]
