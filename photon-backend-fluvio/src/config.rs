@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use photon_core::config::{
-    parse_choice, Alias, AnyDuration, Choice, Choices, Count, Env, Flag, Text,
+    parse_choice, Alias, AnyDuration, Checked, Choice, Choices, Count, Env, Flag, Text,
 };
 use photon_core::Result;
 use serde::Deserialize;
@@ -154,7 +154,7 @@ photon_core::settings! {
     endpoint: Text [into] = DEFAULT_ENDPOINT.to_owned(),
         env ENDPOINT_ENV = "PHOTON_FLUVIO_ENDPOINT", shown "`127.0.0.1:9003`";
     /// Prefix of every Fluvio topic this port uses.
-    prefix: TopicPrefix [into] = DEFAULT_PREFIX.to_owned(),
+    prefix: Checked<TopicPrefix> [into] = DEFAULT_PREFIX.to_owned(),
         env PREFIX_ENV = "PHOTON_FLUVIO_PREFIX", shown "`photon`";
     /// Fluvio topics (shards) per Photon topic.
     shards: Count<u32, 1, { MAX_TOPIC_SHARDS as u64 }> = 1,

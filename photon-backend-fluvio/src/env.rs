@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use photon_core::config::{
-    parse_duration, Env, EnvVar, FilePath, Flag, GroupBuilder, Kind, Setting, Size, Text,
+    parse_duration, Env, EnvVar, FilePath, Flag, GroupBuilder, Kind, Setting, Size, Text, TextRule,
 };
 use photon_core::{PhotonError, Result};
 
@@ -23,23 +23,11 @@ use crate::topic::{is_valid_prefix, MAX_PREFIX_LEN};
 #[derive(Debug)]
 pub enum TopicPrefix {}
 
-impl Kind for TopicPrefix {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for TopicPrefix {
     fn form() -> String {
         format!("1 to {MAX_PREFIX_LEN} characters of `[a-z0-9-]`")
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, prefix: &String) -> Result<()> {
+    fn check(name: &str, prefix: &str) -> Result<()> {
         if is_valid_prefix(prefix) {
             return Ok(());
         }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use photon_core::config::{
-    Alias, AnyDuration, Choice, Choices, Count, Env, FilePath, Flag, Limit, Optional,
+    Alias, AnyDuration, Checked, Choice, Choices, Count, Env, FilePath, Flag, Limit, Optional,
     PositiveDuration, Size,
 };
 use photon_core::Result;
@@ -94,12 +94,12 @@ photon_core::settings! {
     pub struct NatsStoragePortBuilder;
 
     /// Server URL(s), comma separated.
-    url: ServerUrls [into] = DEFAULT_URL.to_owned(),
+    url: Checked<ServerUrls> [into] = DEFAULT_URL.to_owned(),
         env URL_ENV = "PHOTON_NATS_URL", shown "`nats://127.0.0.1:4222`";
     /// Prefix of every stream and subject this port creates.
     ///
     /// `[A-Za-z0-9-]`, 1 to 32 characters.
-    prefix: StreamPrefix [into] = "photon".to_owned(),
+    prefix: Checked<StreamPrefix> [into] = "photon".to_owned(),
         env PREFIX_ENV = "PHOTON_NATS_PREFIX",
         aliases [Alias::deprecated("PHOTON_NATS_STREAM_PREFIX")],
         file aliases ["stream_prefix"], shown "`photon`";

@@ -3,9 +3,7 @@
 //! certificate and its key go together), the redaction of URL secrets; the tests of the
 //! table at work.
 
-use std::fmt;
-
-use photon_core::config::{Env, EnvVar, Kind, Text};
+use photon_core::config::TextRule;
 use photon_core::{PhotonError, Result};
 
 use crate::config::{TlsConfig, TLS_CERT_FILE_ENV, TLS_KEY_FILE_ENV};
@@ -15,23 +13,11 @@ use crate::config::{TlsConfig, TLS_CERT_FILE_ENV, TLS_KEY_FILE_ENV};
 #[derive(Debug)]
 pub enum ServerUrls {}
 
-impl Kind for ServerUrls {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for ServerUrls {
     fn form() -> String {
         "server URLs, comma separated".to_owned()
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, urls: &String) -> Result<()> {
+    fn check(name: &str, urls: &str) -> Result<()> {
         if urls.split(',').any(|part| part.trim().is_empty()) {
             return Err(PhotonError::config(
                 name,
@@ -41,8 +27,8 @@ impl Kind for ServerUrls {
         }
         Ok(())
     }
-    fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&redact_url(value), f)
+    fn shown(text: &str) -> String {
+        redact_url(text)
     }
 }
 
@@ -50,23 +36,11 @@ impl Kind for ServerUrls {
 #[derive(Debug)]
 pub enum StreamPrefix {}
 
-impl Kind for StreamPrefix {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for StreamPrefix {
     fn form() -> String {
         "1 to 32 characters from `[A-Za-z0-9-]`".to_owned()
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, prefix: &String) -> Result<()> {
+    fn check(name: &str, prefix: &str) -> Result<()> {
         let accepted = (1..=32).contains(&prefix.len())
             && prefix
                 .chars()
@@ -128,6 +102,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::config::*;
+    use photon_core::config::Env;
 
     fn resolve(builder: NatsStoragePortBuilder, pairs: &[(&str, &str)]) -> Result<NatsConfig> {
         builder.checked(&Env::from_pairs(pairs.iter().copied()))

@@ -67,7 +67,8 @@ async fn open_without_a_server_fails_after_the_timeout_naming_the_address() {
         "{error}"
     );
     assert!(std::error::Error::source(&error).is_some());
-    // It kept trying for the whole timeout, and stopped soon after it.
+    // It kept trying for the whole timeout, and stopped after it: well before the 30 s
+    // default, with room for a loaded machine.
     assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
-    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use photon_core::config::{Count, Flag, Optional, PositiveDuration, Size};
+use photon_core::config::{Checked, Count, Flag, Optional, PositiveDuration, Size};
 use photon_core::{Result, DEFAULT_MAX_PAYLOAD_BYTES};
 
 use crate::env::{ConnectionString, LockTimeout, SchemaName};
@@ -59,7 +59,7 @@ photon_core::settings! {
     /// Without the `tls` feature only `sslmode=disable` and `prefer` (then clear text) are
     /// accepted. A refused value is a `PhotonError::Config` naming the parameter; a certificate
     /// file that cannot be used names the parameter and the path (when the port opens).
-    url: ConnectionString [into] = DEFAULT_URL.to_owned(),
+    url: Checked<ConnectionString> [into] = DEFAULT_URL.to_owned(),
         env URL_ENV = "PHOTON_POSTGRES_URL", shown "`postgres://postgres@127.0.0.1:5432/postgres`";
     /// Most connections of the page-read pool.
     ///
@@ -79,7 +79,7 @@ photon_core::settings! {
     /// Lowercase letters, digits and `_`, at most 56 characters, not starting with a
     /// digit (the notification channel `photon_<schema>` must fit PostgreSQL's 63-byte
     /// identifiers).
-    schema: SchemaName [into] = "photon".to_owned(),
+    schema: Checked<SchemaName> [into] = "photon".to_owned(),
         env SCHEMA_ENV = "PHOTON_POSTGRES_SCHEMA", shown "`photon`";
     /// Longest wait for a new connection or a free pooled one.
     connect_timeout: PositiveDuration = Duration::from_secs(10),

@@ -2,10 +2,9 @@
 //! the lock timeout) for its settings table in `config.rs` (`photon_core::settings!`), and
 //! the redaction of passwords; the tests of the table at work.
 
-use std::fmt;
 use std::time::Duration;
 
-use photon_core::config::{Env, EnvVar, Kind, PositiveDuration, Text};
+use photon_core::config::{Env, EnvVar, Kind, PositiveDuration, TextRule};
 use photon_core::{PhotonError, Result};
 
 /// Longest schema name: the notification channel `photon_<schema>` must fit PostgreSQL's
@@ -19,27 +18,15 @@ const SCHEMA_FORM: &str =
 #[derive(Debug)]
 pub enum ConnectionString {}
 
-impl Kind for ConnectionString {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for ConnectionString {
     fn form() -> String {
         "connection string".to_owned()
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, url: &String) -> Result<()> {
+    fn check(name: &str, url: &str) -> Result<()> {
         crate::connection::check_url(name, url)
     }
-    fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&redact(value), f)
+    fn shown(text: &str) -> String {
+        redact(text)
     }
 }
 
@@ -48,23 +35,11 @@ impl Kind for ConnectionString {
 #[derive(Debug)]
 pub enum SchemaName {}
 
-impl Kind for SchemaName {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for SchemaName {
     fn form() -> String {
         "schema name (`[a-z_][a-z0-9_]*`, at most 56 characters)".to_owned()
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, schema: &String) -> Result<()> {
+    fn check(name: &str, schema: &str) -> Result<()> {
         let accepted = !schema.is_empty()
             && schema.len() <= MAX_SCHEMA_LEN
             && !schema.starts_with(|c: char| c.is_ascii_digit())

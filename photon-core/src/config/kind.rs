@@ -115,6 +115,49 @@ impl Kind for Text {
     }
 }
 
+/// What text a [`Checked`] setting accepts: names, prefixes, URLs.
+pub trait TextRule {
+    /// What is accepted, as the docs' tables say it.
+    fn form() -> String;
+    /// Refuses text that cannot work, naming `name` (the variable, field or setter).
+    ///
+    /// # Errors
+    /// [`PhotonError::Config`] naming `name`.
+    fn check(name: &str, text: &str) -> Result<()>;
+    /// The text as `Debug` shows it (a rule for text that holds secrets hides them).
+    fn shown(text: &str) -> String {
+        text.to_owned()
+    }
+}
+
+/// Text, trimmed, that rule `R` accepts ([`TextRule`]).
+#[derive(Debug)]
+pub struct Checked<R>(PhantomData<R>);
+
+impl<R: TextRule> Kind for Checked<R> {
+    type Value = String;
+    type Set = String;
+
+    fn form() -> String {
+        R::form()
+    }
+    fn set(value: String) -> String {
+        value
+    }
+    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
+        Text::read(env, var)
+    }
+    fn parse(field: &str, text: &str) -> Result<String> {
+        Text::parse(field, text)
+    }
+    fn check(name: &str, text: &String) -> Result<()> {
+        R::check(name, text)
+    }
+    fn debug(value: &String, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&R::shown(value), f)
+    }
+}
+
 /// A file path.
 #[derive(Debug)]
 pub enum FilePath {}

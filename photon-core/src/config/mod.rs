@@ -31,9 +31,9 @@ pub use settings::GroupBuilder;
 
 pub use env::{Alias, AliasForm, Env, EnvVar, Found};
 pub use kind::{
-    assert_documented, from_file, markdown_table, present, resolve, AnyDuration, Choice, Choices,
-    Count, DebugValue, FilePath, Flag, Fraction, Kind, Limit, Optional, PositiveDuration,
-    RawSetting, Setting, Size, Text,
+    assert_documented, from_file, markdown_table, present, resolve, AnyDuration, Checked, Choice,
+    Choices, Count, DebugValue, FilePath, Flag, Fraction, Kind, Limit, Optional, PositiveDuration,
+    RawSetting, Setting, Size, Text, TextRule,
 };
 pub use parse::{
     check_count, parse_choice, parse_count, parse_duration, parse_flag, parse_size, DURATION_FORM,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use photon_core::config::{Alias, AnyDuration, Choice, Count, Env, EnvVar, Fraction, Kind, Text};
+use photon_core::config::{Alias, AnyDuration, Checked, Choice, Count, Env, Fraction, TextRule};
 use photon_core::{PhotonError, Result, StartPolicy};
 
 /// Deprecated name of [`INITIAL_BACKOFF_ENV`], still read: a whole number of milliseconds.
@@ -103,23 +103,11 @@ impl RetryPolicy {
 #[derive(Debug)]
 pub enum DeadLetterSuffix {}
 
-impl Kind for DeadLetterSuffix {
-    type Value = String;
-    type Set = String;
-
+impl TextRule for DeadLetterSuffix {
     fn form() -> String {
         "suffix of `[a-z0-9._-]`".to_owned()
     }
-    fn set(value: String) -> String {
-        value
-    }
-    fn read(env: &Env, var: &EnvVar) -> Result<Option<String>> {
-        Text::read(env, var)
-    }
-    fn parse(field: &str, text: &str) -> Result<String> {
-        Text::parse(field, text)
-    }
-    fn check(name: &str, suffix: &String) -> Result<()> {
+    fn check(name: &str, suffix: &str) -> Result<()> {
         if suffix.is_empty() {
             return Err(PhotonError::config(
                 name,
@@ -129,7 +117,7 @@ impl Kind for DeadLetterSuffix {
         }
         photon_core::validate_topic_name(&format!("t{suffix}"))
             .map(|_| ())
-            .map_err(|_| PhotonError::config(name, suffix.clone(), "characters from [a-z0-9._-]"))
+            .map_err(|_| PhotonError::config(name, suffix, "characters from [a-z0-9._-]"))
     }
 }
 
@@ -166,7 +154,7 @@ photon_core::settings! {
     max_in_flight: Count<usize, 1> = 256,
         env MAX_IN_FLIGHT_ENV = "PHOTON_EXECUTOR_MAX_IN_FLIGHT", shown "256";
     /// Suffix appended to a topic to name its dead-letter topic (`orders` → `orders.dlq`).
-    dead_letter_suffix: DeadLetterSuffix [into] = ".dlq".to_owned(),
+    dead_letter_suffix: Checked<DeadLetterSuffix> [into] = ".dlq".to_owned(),
         env DEAD_LETTER_SUFFIX_ENV = "PHOTON_EXECUTOR_DEAD_LETTER_SUFFIX", shown "`.dlq`";
     /// How long shutdown waits for in-flight handlers before abandoning them.
     shutdown_timeout: AnyDuration = Duration::from_secs(30),
