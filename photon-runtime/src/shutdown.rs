@@ -1,6 +1,8 @@
 //! Stopping the executor: a stop signal that fires on `shutdown` or when the last handle
 //! is dropped, and the bounded wait for in-flight handlers.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -53,6 +55,30 @@ impl StopSignal {
     pub(crate) async fn stopped(&mut self) {
         // An error means the switch was dropped, which also means stop.
         let _ = self.0.wait_for(|stopped| *stopped).await;
+    }
+
+    /// `work`'s output, or `None` when stop comes first (stop wins when both are ready).
+    ///
+    /// Work that is ready at once is taken without waiting on the signal: a waiter on the
+    /// signal is registered only when the work would wait, which keeps the executor's
+    /// per-event path (a read-ahead permit, the next record, a parallelism slot) free of
+    /// the signal's lock.
+    ///
+    /// # Cancel safety
+    /// As cancel safe as `work`.
+    pub(crate) async fn unless_stopped<T>(&mut self, work: impl Future<Output = T>) -> Option<T> {
+        if self.is_stopped() {
+            return None;
+        }
+        let mut work = std::pin::pin!(work);
+        if let Poll::Ready(output) = futures::poll!(work.as_mut()) {
+            return Some(output);
+        }
+        tokio::select! {
+            biased;
+            () = self.stopped() => None,
+            output = work => Some(output),
+        }
     }
 }
 

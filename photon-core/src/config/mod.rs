@@ -27,7 +27,7 @@ mod kind;
 mod parse;
 mod settings;
 
-pub use settings::GroupBuilder;
+pub use settings::{in_group, GroupBuilder};
 
 pub use env::{Alias, AliasForm, Env, EnvVar, Found};
 pub use kind::{

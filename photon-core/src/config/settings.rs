@@ -165,7 +165,10 @@ macro_rules! settings {
             /// [`PhotonError::Config`]($crate::PhotonError::Config) naming the field.
             pub fn check_settings(&self) -> $crate::Result<()> {
                 $(<$kind as $crate::config::Kind>::check(stringify!($field), &self.$field)?;)*
-                $($(<$GroupBuilder as $crate::config::GroupBuilder>::check_group(&self.$group)?;)*)?
+                $($(
+                    <$GroupBuilder as $crate::config::GroupBuilder>::check_group(&self.$group)
+                        .map_err(|err| $crate::config::in_group(stringify!($group), err))?;
+                )*)?
                 Ok(())
             }
         }
@@ -255,7 +258,8 @@ macro_rules! settings {
                         $crate::config::resolve::<$kind>(stringify!($field), self.$field, env, &VAR)?
                             .unwrap_or(defaults.$field)
                     },)*
-                    $($($group: $crate::config::GroupBuilder::resolve_group(self.$group, env)?,)*)?
+                    $($($group: $crate::config::GroupBuilder::resolve_group(self.$group, env)
+                        .map_err(|err| $crate::config::in_group(stringify!($group), err))?,)*)?
                 })
             }
         }
@@ -296,6 +300,23 @@ pub trait GroupBuilder: Default + Clone + ::core::fmt::Debug {
     /// # Errors
     /// [`PhotonError::Config`](crate::PhotonError::Config) naming the field.
     fn check_group(value: &Self::Value) -> crate::Result<()>;
+}
+
+/// `err` with a field it names put under `group` (`max_attempts` becomes
+/// `retry.max_attempts`); a variable it names (`PHOTON_..`, upper case) stays as it is.
+pub fn in_group(group: &str, err: crate::PhotonError) -> crate::PhotonError {
+    match err {
+        crate::PhotonError::Config {
+            variable,
+            value,
+            expected,
+        } if !variable.chars().any(|c| c.is_ascii_uppercase()) => crate::PhotonError::Config {
+            variable: format!("{group}.{variable}"),
+            value,
+            expected,
+        },
+        other => other,
+    }
 }
 
 /// A setter of [`settings!`]: taking the value, or `impl Into` of it for rows marked `into`.

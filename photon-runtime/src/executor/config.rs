@@ -92,9 +92,11 @@ impl RetryPolicy {
     /// Checks the policy.
     ///
     /// # Errors
-    /// [`PhotonError::Config`] naming `max_attempts` (below 1) or `jitter` (outside 0 to 1).
+    /// [`PhotonError::Config`] naming `retry.max_attempts` (below 1) or `retry.jitter`
+    /// (outside 0 to 1).
     pub fn validate(&self) -> Result<()> {
         self.check_settings()
+            .map_err(|err| photon_core::config::in_group("retry", err))
     }
 }
 

@@ -381,18 +381,11 @@ async fn read(
         while let Some(joined) = workers.try_join_next() {
             log_join_error(joined);
         }
-        let permit = tokio::select! {
-            biased;
-            () = stop.stopped() => return false,
-            acquired = window.clone().acquire_owned() => match acquired {
-                Ok(permit) => permit,
-                Err(_) => return false,
-            },
+        let Some(Ok(permit)) = stop.unless_stopped(window.clone().acquire_owned()).await else {
+            return false;
         };
-        let item = tokio::select! {
-            biased;
-            () = stop.stopped() => return false,
-            item = stream.next() => item,
+        let Some(item) = stop.unless_stopped(stream.next()).await else {
+            return false;
         };
         match item {
             Some(read) => {
@@ -477,27 +470,35 @@ fn dispatch(
 /// Handles one key's events in order until its queue is empty or stop is requested.
 async fn work_key(subscription: Arc<Subscription>, key: Option<String>) {
     let mut stop = subscription.stop.clone();
+    // Whether the queue was found empty once: the worker then yields before it ends, so
+    // that a reader about to queue the key's next event finds it still running instead of
+    // starting another one.
+    let mut found_empty = false;
     loop {
-        let slot = tokio::select! {
-            biased;
-            () = stop.stopped() => None,
-            acquired = subscription.slots.clone().acquire_owned() => acquired.ok(),
-        };
+        let slot = stop
+            .unless_stopped(subscription.slots.clone().acquire_owned())
+            .await
+            .and_then(Result::ok);
         let next = {
             let mut queues = subscription.queues();
-            let popped = match (&slot, queues.get_mut(&key)) {
-                (Some(_), Some(queue)) if !stop.is_stopped() => queue.pop_front(),
+            let stopping = slot.is_none() || stop.is_stopped();
+            let popped = match queues.get_mut(&key) {
+                Some(queue) if !stopping => queue.pop_front(),
                 _ => None,
             };
-            if popped.is_none() {
+            if popped.is_none() && (stopping || found_empty) {
                 // Stopping, or nothing left: unread events stay unacknowledged.
                 queues.remove(&key);
+                return;
             }
             popped
         };
         let (Some(queued), Some(slot)) = (next, slot) else {
-            return;
+            found_empty = true;
+            tokio::task::yield_now().await;
+            continue;
         };
+        found_empty = false;
         let span = queued.span.clone();
         if !handle(&subscription, &queued, slot, &mut stop)
             .instrument(span)
