@@ -51,16 +51,40 @@ pub enum Body {
     Sealed(SealedBody),
 }
 
-/// An AEAD-sealed actor, payload and headers.
+/// An AEAD-sealed actor, payload and headers. Held as bytes; in JSON (the SQL ports' rows,
+/// the JSON record form) the nonce and the ciphertext are base64 text, and broker records
+/// carry them as bytes ([`crate::raw::wire`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedBody {
     /// Id of the key that sealed it.
     pub key_id: String,
-    /// Base64 nonce.
-    pub nonce: String,
-    /// Base64 ciphertext of `{"actor":..,"payload":..,"headers":{..}}` with its tag
+    /// The nonce (24 bytes when Photon sealed it).
+    #[serde(with = "base64_bytes")]
+    pub nonce: Vec<u8>,
+    /// The ciphertext of `{"actor":..,"payload":..,"headers":{..}}` with its tag
     /// (`headers` left out when there are none).
-    pub ciphertext: String,
+    #[serde(with = "base64_bytes")]
+    pub ciphertext: Vec<u8>,
+}
+
+/// Bytes written as standard base64 text in JSON.
+mod base64_bytes {
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use base64::Engine as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&BASE64.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        BASE64
+            .decode(text.as_bytes())
+            .map_err(|err| serde::de::Error::custom(format!("base64: {err}")))
+    }
 }
 
 /// What the runtime hands a storage port to append.
@@ -214,12 +238,17 @@ mod tests {
             created_at: Utc::now(),
             body: Body::Sealed(SealedBody {
                 key_id: "k1".into(),
-                nonce: "bm9uY2U=".into(),
-                ciphertext: "Y3Q=".into(),
+                nonce: b"nonce".to_vec(),
+                ciphertext: b"ct".to_vec(),
             }),
             extra: Map::new(),
         };
-        let back: Record = serde_json::from_slice(&serde_json::to_vec(&record).unwrap()).unwrap();
+        let text = serde_json::to_string(&record).unwrap();
+        assert!(
+            text.contains(r#""nonce":"bm9uY2U=","ciphertext":"Y3Q=""#),
+            "{text}"
+        );
+        let back: Record = serde_json::from_str(&text).unwrap();
         assert_eq!(back, record);
     }
 }

@@ -257,8 +257,8 @@ impl TransportCrypto {
         .map_err(|_| PhotonError::InvalidInput("event body too large to seal".into()))?;
         Ok(Body::Sealed(SealedBody {
             key_id: sealing.id.clone(),
-            nonce: BASE64.encode(nonce),
-            ciphertext: BASE64.encode(&buffer),
+            nonce: nonce.to_vec(),
+            ciphertext: buffer,
         }))
     }
 
@@ -301,11 +301,11 @@ impl TransportCrypto {
             .iter()
             .find(|k| k.id == sealed.key_id)
             .ok_or_else(|| CryptoFailure::UnknownKey(sealed.key_id.clone()))?;
-        let nonce = decode_nonce(&sealed.nonce)?;
-        // Decoded, decrypted and parsed in one buffer.
-        let mut buffer = BASE64
-            .decode(&sealed.ciphertext)
-            .map_err(|e| CryptoFailure::Malformed(format!("ciphertext: {e}")))?;
+        let nonce: [u8; NONCE_LEN] = sealed.nonce.as_slice().try_into().map_err(|_| {
+            CryptoFailure::Malformed(format!("nonce of {} bytes", sealed.nonce.len()))
+        })?;
+        // Decrypted and parsed in one buffer.
+        let mut buffer = sealed.ciphertext.clone();
         let parts = [
             Some(key.id.as_str()),
             Some(record.envelope_id.as_str()),
@@ -319,21 +319,6 @@ impl TransportCrypto {
         serde_json::from_slice(&buffer)
             .map_err(|e| CryptoFailure::Malformed(format!("plaintext: {e}")))
     }
-}
-
-/// The 24 nonce bytes of a sealed body, decoded into a stack buffer.
-fn decode_nonce(encoded: &str) -> std::result::Result<[u8; NONCE_LEN], CryptoFailure> {
-    // Room for one more byte than a nonce, so that a longer one is told apart.
-    let mut nonce = [0u8; NONCE_LEN + 3];
-    let len = BASE64
-        .decode_slice(encoded, &mut nonce)
-        .map_err(|e| CryptoFailure::Malformed(format!("nonce: {e}")))?;
-    if len != NONCE_LEN {
-        return Err(CryptoFailure::Malformed(format!("nonce of {len} bytes")));
-    }
-    let mut exact = [0u8; NONCE_LEN];
-    exact.copy_from_slice(&nonce[..NONCE_LEN]);
-    Ok(exact)
 }
 
 #[cfg(test)]
@@ -440,8 +425,8 @@ mod tests {
         let mut sealed = record(&crypto, "e1", "t", Some("k"));
         sealed.body = Body::Sealed(SealedBody {
             key_id: "k1".into(),
-            nonce: BASE64.encode(nonce),
-            ciphertext: BASE64.encode(&buffer),
+            nonce: nonce.to_vec(),
+            ciphertext: buffer,
         });
         assert_eq!(
             crypto.open(&sealed).unwrap(),
@@ -475,9 +460,7 @@ mod tests {
         );
         let mut flipped = original;
         if let Body::Sealed(s) = &mut flipped.body {
-            let mut bytes = BASE64.decode(&s.ciphertext).unwrap();
-            bytes[0] ^= 1;
-            s.ciphertext = BASE64.encode(bytes);
+            s.ciphertext[0] ^= 1;
         }
         assert_eq!(
             reason(crypto.open(&flipped).unwrap_err()),

@@ -11,7 +11,7 @@
 //! | created at | i64, nanoseconds since the Unix epoch |
 //! | topic | u16 length, UTF-8 |
 //! | key | u16 length, UTF-8; length `0xFFFF` for no key |
-//! | body | one byte form: 0 plain, then u32 length and the actor JSON, then the payload JSON to the end; 1 sealed, then the sealed body's JSON to the end (headers inside the seal); 2 plain with headers, then u32 length and the headers' JSON object, then as form 0 |
+//! | body | one byte form: 0 plain, then u32 length and the actor JSON, then the payload JSON to the end; 2 plain with headers, then u32 length and the headers' JSON object, then as form 0; 3 sealed, then the key id (u16 length, UTF-8), u32 length and the nonce, then the ciphertext with its tag to the end (headers inside the seal); 1 sealed as JSON with base64 nonce and ciphertext (written before form 3, still read) |
 //!
 //! A plain record without headers is written in form 0, byte for byte as before headers
 //! existed, and every record in form 0 reads as one without headers. Integers are
@@ -34,6 +34,7 @@ const UUID_ID: u16 = u16::MAX;
 const PLAIN: u8 = 0;
 const SEALED: u8 = 1;
 const PLAIN_WITH_HEADERS: u8 = 2;
+const SEALED_BYTES: u8 = 3;
 
 #[derive(Deserialize)]
 struct JsonRecord {
@@ -72,6 +73,15 @@ fn put_sized_json(out: &mut Vec<u8>, value: &impl serde::Serialize, what: &str) 
     let len = u32::try_from(out.len() - at - 4)
         .map_err(|_| codec_error("a record", &format!("{what} larger than 4 GiB")))?;
     out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    Ok(())
+}
+
+/// A u32 length, then `bytes`.
+fn put_sized(out: &mut Vec<u8>, bytes: &[u8], what: &str) -> Result<()> {
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| codec_error("a record", &format!("{what} larger than 4 GiB")))?;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(bytes);
     Ok(())
 }
 
@@ -136,8 +146,10 @@ pub fn encode_draft_into(draft: &RecordDraft, out: &mut Vec<u8>) -> Result<()> {
             put_json(out, payload)?;
         }
         Body::Sealed(sealed) => {
-            out.push(SEALED);
-            put_json(out, sealed)?;
+            out.push(SEALED_BYTES);
+            put_text(out, &sealed.key_id, "key id")?;
+            put_sized(out, &sealed.nonce, "nonce")?;
+            out.extend_from_slice(&sealed.ciphertext);
         }
     }
     Ok(())
@@ -240,6 +252,18 @@ fn read_body(mut body: Reader<'_>, context: &dyn Fn() -> String) -> Result<Body>
         [SEALED] => serde_json::from_slice::<SealedBody>(body.bytes)
             .map(Body::Sealed)
             .map_err(|err| PhotonError::codec(context(), err)),
+        [SEALED_BYTES] => {
+            let key_len = body.u16().ok_or_else(truncated)?;
+            let key_id = body
+                .text(key_len)
+                .ok_or_else(|| codec_error(&context(), "key id not UTF-8 or cut short"))?;
+            let nonce = body.sized().ok_or_else(truncated)?.to_vec();
+            Ok(Body::Sealed(SealedBody {
+                key_id,
+                nonce,
+                ciphertext: body.bytes.to_vec(),
+            }))
+        }
         _ => Err(codec_error(&context(), "unknown body form")),
     }
 }
@@ -399,14 +423,43 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_body_is_bytes_and_its_earlier_json_form_still_reads() {
+        let sealed = SealedBody {
+            key_id: "k1".into(),
+            nonce: vec![7; 24],
+            ciphertext: vec![0, 255, 1, 254],
+        };
+        let draft = RecordDraft {
+            body: Body::Sealed(sealed.clone()),
+            ..draft(json!(null))
+        };
+        let bytes = encode_draft(&draft).unwrap();
+        let body_len = 1 + 2 + 2 + 4 + 24 + 4;
+        let (header, body) = bytes.split_at(bytes.len() - body_len);
+        let mut expected = vec![SEALED_BYTES, 0, 2, b'k', b'1', 0, 0, 0, 24];
+        expected.extend([7; 24]);
+        expected.extend([0, 255, 1, 254]);
+        assert_eq!(body, expected.as_slice());
+        let mut earlier = header.to_vec();
+        earlier.push(SEALED);
+        earlier.extend(
+            br#"{"key_id":"k1","nonce":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH","ciphertext":"AP8B/g=="}"#,
+        );
+        for form in [bytes.as_slice(), earlier.as_slice()] {
+            let record = decode_record("test", form, "s:1".into(), 1).unwrap();
+            assert_eq!(record.body, Body::Sealed(sealed.clone()));
+        }
+    }
+
+    #[test]
     fn plain_and_sealed_records_round_trip() {
         let plain = draft(json!({"x": [1, 2], "s": "é\"\n"}));
         let sealed = RecordDraft {
             topic_key: None,
             body: Body::Sealed(SealedBody {
                 key_id: "k1".into(),
-                nonce: "bm9uY2U".into(),
-                ciphertext: "Y2lwaGVy".into(),
+                nonce: b"nonce".to_vec(),
+                ciphertext: b"cipher".to_vec(),
             }),
             ..plain.clone()
         };
