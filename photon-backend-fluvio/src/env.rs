@@ -261,6 +261,12 @@ impl GroupBuilder for TlsBuilder {
         ]
     }
 
+    fn named_in(_group: &str, err: PhotonError) -> PhotonError {
+        // Its errors name the setter or the variable that was given (`tls_domain`,
+        // `PHOTON_FLUVIO_TLS_CA`).
+        err
+    }
+
     fn check_group(_tls: &Option<TlsConfig>) -> Result<()> {
         // The files and the domain are checked with the endpoint, as connecting loads them
         // (`check_tls`).

@@ -167,7 +167,12 @@ macro_rules! settings {
                 $(<$kind as $crate::config::Kind>::check(stringify!($field), &self.$field)?;)*
                 $($(
                     <$GroupBuilder as $crate::config::GroupBuilder>::check_group(&self.$group)
-                        .map_err(|err| $crate::config::in_group(stringify!($group), err))?;
+                        .map_err(|err| {
+                            <$GroupBuilder as $crate::config::GroupBuilder>::named_in(
+                                stringify!($group),
+                                err,
+                            )
+                        })?;
                 )*)?
                 Ok(())
             }
@@ -259,7 +264,12 @@ macro_rules! settings {
                             .unwrap_or(defaults.$field)
                     },)*
                     $($($group: $crate::config::GroupBuilder::resolve_group(self.$group, env)
-                        .map_err(|err| $crate::config::in_group(stringify!($group), err))?,)*)?
+                        .map_err(|err| {
+                            <$GroupBuilder as $crate::config::GroupBuilder>::named_in(
+                                stringify!($group),
+                                err,
+                            )
+                        })?,)*)?
                 })
             }
         }
@@ -300,6 +310,12 @@ pub trait GroupBuilder: Default + Clone + ::core::fmt::Debug {
     /// # Errors
     /// [`PhotonError::Config`](crate::PhotonError::Config) naming the field.
     fn check_group(value: &Self::Value) -> crate::Result<()>;
+    /// An error of the group as the config reports it: by default a field it names is put
+    /// under the group ([`in_group`]); a builder whose errors already name the setting as
+    /// users write it (a setter, a variable) returns them as they are.
+    fn named_in(group: &str, err: crate::PhotonError) -> crate::PhotonError {
+        in_group(group, err)
+    }
 }
 
 /// `err` with a field it names put under `group` (`max_attempts` becomes
