@@ -162,6 +162,8 @@ pub use config::{
     MAX_INFLIGHT_ENV, PREFIX_ENV, REPLAY_CURSOR_ENV, REPLICAS_ENV, RETENTION_ENV, SYNC_ACK_ENV,
 };
 pub use config::{TlsConfig, TLS_CA_ENV, TLS_CERT_ENV, TLS_DOMAIN_ENV, TLS_ENV, TLS_KEY_ENV};
+// The kinds of the settings table and the TLS group's builder, as every port exports them.
+pub use config::{BatchSize, RetentionAge, TlsBuilder, TopicPrefix};
 pub use config::{
     BATCH_SIZE_ENV, LINGER_ENV, MAX_IN_FLIGHT_ENV, RETENTION_DEAD_LETTERS_ENV,
     RETENTION_MAX_AGE_ENV, SHARDS_ENV,

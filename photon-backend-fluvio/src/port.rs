@@ -28,9 +28,9 @@ use crate::topic::{checkpoints_topic_name, ensure_topic, snapshot_topic_name, To
 /// [`FluvioStoragePort::builder`].
 ///
 /// Capabilities: `get_event`, consumer groups across processes (the group protocol over a
-/// coordination log on the cluster, see [`crate::group`]), durable, replay within retention
+/// coordination log on the cluster, see `group.rs`), durable, replay within retention
 /// (or tail only), bodies up to 1 MiB, the catalog (topics from the cluster's layout
-/// records, see [`crate::catalog`]). No `list_by_topic`, truncation or `head_seq`.
+/// records, see `catalog.rs`). No `list_by_topic`, truncation or `head_seq`.
 #[derive(Clone)]
 pub struct FluvioStoragePort {
     pub(crate) inner: Arc<Inner>,

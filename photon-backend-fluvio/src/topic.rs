@@ -158,7 +158,7 @@ pub fn durable_consumer_name(subscription: &str, topic: &str, key: Option<&str>)
 ///
 /// One id per `(group, topic)`: `g-{stem}--{hash}`, Fluvio-safe like
 /// [`durable_consumer_name`], for naming a group's objects in Fluvio tools (the port's
-/// groups are coordinated by group and topic name, see [`crate::group`]).
+/// groups are coordinated by group and topic name, see `group.rs`).
 ///
 /// ```
 /// use photon_backend_fluvio::consumer_group_for;

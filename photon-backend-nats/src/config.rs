@@ -299,7 +299,7 @@ impl NatsStoragePortBuilder {
         self.checked(&Env::process())
     }
 
-    /// [`resolve`](Self::resolve) against `env`, then the checks across settings.
+    /// [`resolve_with`](Self::resolve_with) against `env`, then the checks across settings.
     pub(crate) fn checked(&self, env: &Env) -> Result<NatsConfig> {
         let config = self.clone().resolve_with(env)?;
         crate::env::check_client_cert(&config.tls)?;

@@ -41,8 +41,8 @@ pub use executor::{
     DeadLetter, DeadLetterCount, DeclaredPolicy, Executor, ExecutorBuilder, ExecutorConfig,
     ExecutorConfigBuilder, Handler, HandlerArgument, HandlerDescriptor, HandlerFuture,
     HandlerInput, HandlerOptions, HandlerRequest, HandlerService, HandlerSnapshot,
-    IntoHandlerResult, RetryPolicy, State, StoredBody, SubscribeOptions, TopicSnapshot,
-    TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
+    IntoHandlerResult, RetryPolicy, RetryPolicyBuilder, State, StoredBody, SubscribeOptions,
+    TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
     DEFAULT_MAX_HANDLER_TIME, WAIT_IDLE_TIMEOUT,
 };
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};

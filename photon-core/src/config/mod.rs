@@ -21,7 +21,6 @@
 //!
 //! [`PhotonError::Config`]: crate::PhotonError::Config
 
-pub mod de;
 mod env;
 mod kind;
 mod parse;

@@ -1,6 +1,6 @@
 //! Consumer groups.
 //!
-//! [`join`]: one protocol, written once here, over a primitive each
+//! [`join`](crate::raw::group::join): one protocol, written once here, over a primitive each
 //! port provides ([`GroupCoordination`]: member heartbeats and compare-and-set partition
 //! leases with an expiry and an epoch).
 //!

@@ -131,7 +131,7 @@ pub use arguments::{BoxedHandler, Context, Handler, HandlerArgument, State};
 pub use batch::{BatchHandler, BatchItem, BatchPolicy, MAX_BATCH_EVENTS, MAX_BATCH_WAIT};
 pub use builder::ExecutorBuilder;
 pub use config::{
-    ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, DEAD_LETTER_SUFFIX_ENV,
+    ExecutorConfig, ExecutorConfigBuilder, RetryPolicy, RetryPolicyBuilder, DEAD_LETTER_SUFFIX_ENV,
     INITIAL_BACKOFF_ENV, JITTER_ENV, MAX_ATTEMPTS_ENV, MAX_BACKOFF_ENV, MAX_IN_FLIGHT_ENV,
     PARALLELISM_ENV, SHUTDOWN_TIMEOUT_ENV, START_POLICY_ENV,
 };
