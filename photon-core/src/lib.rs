@@ -45,7 +45,7 @@ pub use port::{
     StoragePort, StoredCheckpoint, SubscribeRequest, TopicInfo,
 };
 pub use progress::Progress;
-pub use store::{EventStore, EventStream, StartPolicy, Unopened};
+pub use store::{new_envelope_id, EventStore, EventStream, StartPolicy, Unopened};
 pub use topic::{
     is_dead_letter_topic, validate_topic_key, validate_topic_name, TopicDescriptor, TopicRegistry,
     DEAD_LETTER_SUFFIX, MAX_TOPIC_KEY_LEN, MAX_TOPIC_NAME_LEN,

@@ -413,9 +413,11 @@ impl EventStore {
     }
 }
 
-/// A time-ordered (UUID v7) envelope id. The random part comes from the thread-local
-/// CSPRNG rather than the OS, which would cost a system call per publish.
-fn new_envelope_id(now: DateTime<Utc>) -> String {
+/// A time-ordered (UUID v7) envelope id for a draft made at `now`: what
+/// [`EventStore::draft`] gives, for records a runtime writes itself. The random part comes
+/// from the thread-local CSPRNG rather than the OS, which would cost a system call per
+/// publish.
+pub fn new_envelope_id(now: DateTime<Utc>) -> String {
     let millis = u64::try_from(now.timestamp_millis()).unwrap_or(0);
     let random: [u8; 10] = rand::random();
     let uuid = uuid::Builder::from_unix_timestamp_millis(millis, &random).into_uuid();

@@ -8,6 +8,7 @@ use photon_core::{FlushPolicy, Result, StoragePort, TopicRegistry, TransportCryp
 use crate::executor::arguments::States;
 use crate::executor::ExecutorConfig;
 use crate::photon::Photon;
+use crate::schedule::SchedulerConfig;
 
 /// Builds a [`Photon`]. Every setting has a default: the in-process `mem` port (configured by
 /// `PHOTON_MEM_*`), the keys of
@@ -36,6 +37,7 @@ pub struct PhotonBuilder {
     registry: Option<TopicRegistry>,
     flush_policy: FlushPolicy,
     executor_config: Option<ExecutorConfig>,
+    scheduler: SchedulerConfig,
     states: States,
 }
 
@@ -48,6 +50,7 @@ impl std::fmt::Debug for PhotonBuilder {
             .field("key_ids", &key_ids)
             .field("flush_policy", &self.flush_policy)
             .field("executor_config", &self.executor_config)
+            .field("scheduler", &self.scheduler)
             .field("states", &self.states.len())
             .finish_non_exhaustive()
     }
@@ -112,6 +115,22 @@ impl PhotonBuilder {
         self
     }
 
+    /// Where events published for later are kept and how the scheduler runs (see
+    /// [`crate::schedule`]; default [`SchedulerConfig::default`]).
+    ///
+    /// ```
+    /// use photon_runtime::{PhotonBuilder, SchedulerConfig};
+    /// let photon = PhotonBuilder::new()
+    ///     .scheduler(SchedulerConfig::default().topic("billing.schedule"))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(photon.scheduler_config().topic, "billing.schedule");
+    /// ```
+    pub fn scheduler(mut self, config: SchedulerConfig) -> Self {
+        self.scheduler = config;
+        self
+    }
+
     /// Registers `value` for the handlers of every executor of this `Photon` that take
     /// [`State<T>`](crate::executor::State) (with `T` its type), as
     /// [`ExecutorBuilder::state`](crate::ExecutorBuilder::state) does for one executor
@@ -146,8 +165,10 @@ impl PhotonBuilder {
     /// # Errors
     /// [`photon_core::PhotonError::Config`] for a malformed key (naming the variable or key
     /// id) or a bad `PHOTON_EXECUTOR_*` (or, without a port, `PHOTON_MEM_*`) variable, and
-    /// [`photon_core::PhotonError::InvalidTopic`] for a bad `#[topic]` declaration.
+    /// [`photon_core::PhotonError::InvalidTopic`] for a bad `#[topic]` declaration;
+    /// `Config` naming a bad scheduler setting.
     pub fn build(self) -> Result<Photon> {
+        self.scheduler.validate()?;
         let mut crypto = match (self.crypto, self.keys.is_empty()) {
             (Some(crypto), _) => crypto,
             (None, false) => TransportCrypto::plaintext(),
@@ -177,6 +198,7 @@ impl PhotonBuilder {
             registry,
             self.flush_policy,
             executor_config,
+            self.scheduler,
             self.states,
         ))
     }

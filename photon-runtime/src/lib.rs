@@ -27,6 +27,7 @@ mod group;
 #[cfg(feature = "otel")]
 mod otel;
 mod photon;
+pub mod schedule;
 mod shutdown;
 mod spans;
 mod subscription;
@@ -47,6 +48,7 @@ pub use executor::{
 };
 pub use group::{GroupStatus, GroupSubscription, PartitionStatus, TypedGroupSubscription};
 pub use photon::Photon;
+pub use schedule::{Clock, Scheduled, SchedulerConfig};
 pub use subscription::DurableSubscription;
 
 pub use photon_core::{

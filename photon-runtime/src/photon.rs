@@ -15,6 +15,7 @@ use crate::builder::PhotonBuilder;
 use crate::executor::arguments::States;
 use crate::executor::{Executor, ExecutorBuilder, ExecutorConfig, ExecutorShared};
 use crate::group::{GroupStatus, GroupSubscription};
+use crate::schedule::{SchedulerConfig, SchedulerTask};
 use crate::shutdown::StopSwitch;
 use crate::subscription::DurableSubscription;
 
@@ -53,6 +54,9 @@ struct Inner {
     joined_groups: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// Handler states registered with `PhotonBuilder::state`, the default of each executor.
     states: States,
+    scheduler_config: SchedulerConfig,
+    /// This instance's scheduler, once started.
+    scheduler: Mutex<Option<SchedulerTask>>,
 }
 
 /// A [`Photon`] that does not keep it alive: what the executor's tasks hold to hand
@@ -87,6 +91,7 @@ impl Photon {
         registry: TopicRegistry,
         flush_policy: FlushPolicy,
         executor_config: ExecutorConfig,
+        scheduler_config: SchedulerConfig,
         states: States,
     ) -> Self {
         let store = EventStore::new(port, crypto);
@@ -102,6 +107,8 @@ impl Photon {
                 durable_stop: Arc::new(StopSwitch::new()),
                 joined_groups: Mutex::default(),
                 states,
+                scheduler_config,
+                scheduler: Mutex::new(None),
             }),
         }
     }
@@ -692,6 +699,18 @@ impl Photon {
         &self.inner.states
     }
 
+    /// Where events published for later are kept (`PhotonBuilder::scheduler`).
+    pub fn scheduler_config(&self) -> &SchedulerConfig {
+        &self.inner.scheduler_config
+    }
+
+    /// This instance's scheduler slot.
+    pub(crate) fn scheduler_slot(&self) -> std::sync::MutexGuard<'_, Option<SchedulerTask>> {
+        // Only set and taken: a poisoned lock still holds a valid slot.
+        let slot = &self.inner.scheduler;
+        slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub(crate) fn downgrade(&self) -> WeakPhoton {
         WeakPhoton(Arc::downgrade(&self.inner))
     }
@@ -711,7 +730,7 @@ impl Photon {
     }
 
     /// Stops the executors started on this instance (in-flight handlers finish, bounded by
-    /// the shutdown timeout), ends this instance's durable subscription streams (they
+    /// the shutdown timeout) and its scheduler (another process's takes over at once), ends this instance's durable subscription streams (they
     /// return `None`), commits every pending checkpoint of its durable subscriptions (those
     /// still open and those dropped whose final commit is still running), and waits for
     /// the port to store accepted appends. Every acknowledgement made before it is stored
@@ -743,6 +762,10 @@ impl Photon {
             if let Err(err) = executor.shutdown().await {
                 first_error.get_or_insert(err);
             }
+        }
+        let scheduler = self.scheduler_slot().take();
+        if let Some(scheduler) = scheduler {
+            scheduler.stop().await;
         }
         self.inner.durable_stop.stop();
         let committers: Vec<_> = {

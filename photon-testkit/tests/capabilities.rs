@@ -216,7 +216,7 @@ fn one_list_of_scenarios() {
     let names: Vec<&str> = photon_testkit::SCENARIOS.iter().map(|s| s.name).collect();
     let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len());
-    assert_eq!(names.len(), 44);
+    assert_eq!(names.len(), 48);
     let gated: Vec<(&str, Vec<photon_testkit::Capability>)> = photon_testkit::SCENARIOS
         .iter()
         .filter(|s| !s.requires.is_empty())
@@ -241,6 +241,10 @@ fn one_list_of_scenarios() {
             ("group_read_ahead_bounded", vec![ConsumerGroups]),
             ("group_member_takes_over_partitions", vec![ConsumerGroups]),
             ("group_partitions_change", vec![ConsumerGroups]),
+            ("delayed_never_early", vec![ConsumerGroups]),
+            ("delayed_survive_restart", vec![ConsumerGroups]),
+            ("delayed_by_virtual_clock", vec![ConsumerGroups]),
+            ("scheduled_under_load", vec![ConsumerGroups]),
         ]
     );
 }

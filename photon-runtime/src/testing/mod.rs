@@ -1,8 +1,9 @@
 //! Helpers for your own tests (feature `testing`): a [`Photon`] on a fresh in-process
 //! store with quick retries ([`photon`], [`builder`]), a handler that records what it
 //! handled ([`Recorder`]), a wrapper that makes chosen events fail their first attempts
-//! ([`FailFirst`]), and [`settle`], which waits until handlers that publish to each other
-//! have nothing left to do.
+//! ([`FailFirst`]), [`settle`], which waits until handlers that publish to each other
+//! have nothing left to do, and [`VirtualClock`], time a test moves by hand for delayed
+//! delivery.
 //!
 //! With [`Executor::wait_idle`](crate::Executor::wait_idle) in between, a test publishes,
 //! waits, and asserts on exact counts:
@@ -32,6 +33,7 @@
 //! # }).unwrap();
 //! ```
 
+mod clock;
 mod fail;
 mod recorder;
 mod settle;
@@ -43,6 +45,7 @@ use std::time::Duration;
 use photon_core::mem::MemStoragePort;
 use photon_core::{Event, Result, TransportCrypto};
 
+pub use clock::VirtualClock;
 pub use fail::FailFirst;
 pub use recorder::Recorder;
 pub use settle::{settle, settle_within, SETTLE_ROUNDS};

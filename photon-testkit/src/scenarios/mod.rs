@@ -7,6 +7,7 @@
 //! missing capability is checked, never passed silently.
 
 mod batches;
+mod delayed;
 mod delivery;
 mod failures;
 mod groups;
@@ -93,6 +94,10 @@ macro_rules! __photon_scenarios {
             groups::group_member_takes_over_partitions [ConsumerGroups],
             groups::group_partitions_change [ConsumerGroups],
             failures::undecodable_record [],
+            delayed::delayed_never_early [ConsumerGroups],
+            delayed::delayed_survive_restart [ConsumerGroups],
+            delayed::delayed_by_virtual_clock [ConsumerGroups],
+            delayed::scheduled_under_load [ConsumerGroups],
         }
     };
 }

@@ -1,0 +1,251 @@
+//! Delayed and scheduled delivery (`Photon::publish_after`, `Photon::publish_at`), through
+//! the scheduler over the port's consumer groups: never early, within a second of the due
+//! time, per-key order by due time, nothing lost or repeated across a restart, and under
+//! load.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use photon_core::{Event, TransportCrypto};
+use photon_runtime::testing::VirtualClock;
+use photon_runtime::{Clock, Photon, SchedulerConfig};
+use rand::Rng;
+use serde_json::json;
+
+use crate::context::{assert_quiet, take_exact, Context};
+
+/// The scheduler's lease in these scenarios.
+const LEASE: Duration = Duration::from_secs(2);
+/// How late an event may be delivered after its due time on an idle scheduler.
+const ON_TIME: chrono::Duration = chrono::Duration::seconds(1);
+/// Events of the load scenario.
+const LOAD_EVENTS: usize = 10_000;
+/// The load scenario's events are due within this much of its start.
+const LOAD_SPREAD_MS: i64 = 60_000;
+/// Tasks publishing the load scenario's events.
+const LOAD_PUBLISHERS: usize = 16;
+
+/// A `Photon` on a new port of the backend with this run's schedule, on `clock`.
+async fn photon(ctx: &Context, clock: Clock) -> Photon {
+    let config = SchedulerConfig::default()
+        .topic(ctx.topic("schedule"))
+        .group(ctx.subscription("scheduler"))
+        .lease(LEASE)
+        .clock(clock);
+    Photon::builder()
+        .shared_storage_port(ctx.port().await)
+        .transport_crypto(TransportCrypto::plaintext())
+        .scheduler(config)
+        .build()
+        .unwrap()
+}
+
+/// The due time in milliseconds of an event, as its payload carries it.
+fn due_of(event: &Event) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(event.payload["due_ms"].as_i64().unwrap()).unwrap()
+}
+
+/// Events of two keys due in an order other than their publish order, one of them
+/// already due: each arrives at or after its time and within a second of it, once; each
+/// key's events arrive in due-time order, ties in publish order.
+pub async fn delayed_never_early(ctx: Context) {
+    let topic = ctx.topic("reminders");
+    let photon = photon(&ctx, Clock::system()).await;
+    let mut reminders = photon.subscribe(&topic, None, None);
+    // Room to store every entry before the first is due, on the slowest port.
+    let start = Utc::now() + chrono::Duration::milliseconds(1_500);
+    // (key, offset from start in ms): "a" published 1..=5 in this order.
+    let plan = [
+        ("a", 1_200),
+        ("a", 400),
+        ("b", 400),
+        ("a", 800),
+        ("a", 800),
+        ("b", 0),
+        ("a", -300),
+    ];
+    for (n, (key, offset)) in plan.iter().enumerate() {
+        let at = start + chrono::Duration::milliseconds(*offset);
+        let scheduled = photon
+            .publish_at(
+                &topic,
+                Some(key),
+                json!(null),
+                json!({"n": n, "due_ms": at.timestamp_millis()}),
+                at,
+            )
+            .await
+            .unwrap();
+        assert!(scheduled.due_at >= at, "due {} for {at}", scheduled.due_at);
+    }
+    let mut arrived: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for _ in 0..plan.len() {
+        let event = take_exact(&mut reminders, 1).await.remove(0).unwrap();
+        let now = Utc::now();
+        let due = due_of(&event);
+        let n = event.payload["n"].as_u64().unwrap();
+        assert!(now >= due, "event {n} arrived {} early", due - now);
+        assert!(now - due <= ON_TIME, "event {n} arrived {} late", now - due);
+        arrived
+            .entry(event.topic_key.clone().unwrap())
+            .or_default()
+            .push(n);
+    }
+    assert_eq!(arrived["a"], vec![6, 1, 3, 4, 0], "key a in due order");
+    assert_eq!(arrived["b"], vec![5, 2], "key b in due order");
+    assert_quiet(&mut reminders, Duration::from_millis(500)).await;
+    photon.shutdown().await.unwrap();
+}
+
+/// Events published for later by an instance that shuts down before they are due are
+/// delivered by the scheduler of the next instance on a new port (a restart), none early;
+/// an event the first instance already appended while an earlier entry still waited is not
+/// appended again.
+pub async fn delayed_survive_restart(ctx: Context) {
+    let topic = ctx.topic("renewals");
+    let first = photon(&ctx, Clock::system()).await;
+    let mut seen_first = first.subscribe(&topic, None, None);
+    let later = Utc::now() + chrono::Duration::milliseconds(2_500);
+    for n in 0..5 {
+        let at = later + chrono::Duration::milliseconds(100 * n);
+        first
+            .publish_at(
+                &topic,
+                Some("r"),
+                json!(null),
+                json!({"n": n, "due_ms": at.timestamp_millis()}),
+                at,
+            )
+            .await
+            .unwrap();
+    }
+    let now = Utc::now();
+    first
+        .publish_at(
+            &topic,
+            Some("r"),
+            json!(null),
+            json!({"n": 5, "due_ms": now.timestamp_millis()}),
+            now,
+        )
+        .await
+        .unwrap();
+    let appended = take_exact(&mut seen_first, 1).await.remove(0).unwrap();
+    assert_eq!(appended.payload["n"], 5);
+    first.shutdown().await.unwrap();
+    drop(first);
+
+    let second = photon(&ctx, Clock::system()).await;
+    let mut everything = second.subscribe(&topic, None, None);
+    second.start_scheduler().unwrap();
+    let events: Vec<Event> = take_exact(&mut everything, 6)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let received = Utc::now();
+    let order: Vec<u64> = events
+        .iter()
+        .map(|event| event.payload["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(order, vec![5, 0, 1, 2, 3, 4], "each once, in due order");
+    assert!(received >= due_of(&events[5]), "the last arrived early");
+    assert_quiet(&mut everything, Duration::from_millis(500)).await;
+    second.shutdown().await.unwrap();
+}
+
+/// On a virtual clock, an event a day away arrives when the clock is moved a day, and not
+/// when it is moved less.
+pub async fn delayed_by_virtual_clock(ctx: Context) {
+    let topic = ctx.topic("digests");
+    let clock = VirtualClock::new();
+    let photon = photon(&ctx, clock.clock()).await;
+    let mut digests = photon.subscribe(&topic, None, None);
+    let hour = Duration::from_secs(3600);
+    for hours in [24, 48] {
+        photon
+            .publish_after(
+                &topic,
+                Some("d"),
+                json!(null),
+                json!({"hours": hours}),
+                hour * hours,
+            )
+            .await
+            .unwrap();
+    }
+    clock.advance(hour * 23);
+    assert_quiet(&mut digests, Duration::from_millis(300)).await;
+    clock.advance(hour);
+    let first = take_exact(&mut digests, 1).await.remove(0).unwrap();
+    assert_eq!(first.payload, json!({"hours": 24}));
+    assert_quiet(&mut digests, Duration::from_millis(300)).await;
+    clock.advance(hour * 24);
+    let second = take_exact(&mut digests, 1).await.remove(0).unwrap();
+    assert_eq!(second.payload, json!({"hours": 48}));
+    photon.shutdown().await.unwrap();
+}
+
+/// 10,000 events due at random times within 60 s, published from 16 tasks: every one
+/// arrives once, none before its time.
+pub async fn scheduled_under_load(ctx: Context) {
+    let topic = ctx.topic("load");
+    let photon = photon(&ctx, Clock::system()).await;
+    let mut arrivals = photon.subscribe(&topic, None, None);
+    let start = Utc::now();
+    let mut publishers = Vec::new();
+    for task in 0..LOAD_PUBLISHERS {
+        let (photon, topic) = (photon.clone(), topic.clone());
+        publishers.push(tokio::spawn(async move {
+            for n in (task..LOAD_EVENTS).step_by(LOAD_PUBLISHERS) {
+                let offset = rand::thread_rng().gen_range(0..LOAD_SPREAD_MS);
+                let at = start + chrono::Duration::milliseconds(offset);
+                let key = format!("k{}", n % 64);
+                photon
+                    .publish_at(
+                        &topic,
+                        Some(&key),
+                        json!(null),
+                        json!({"n": n, "due_ms": at.timestamp_millis()}),
+                        at,
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for publisher in publishers {
+        publisher.await.unwrap();
+    }
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_millis(u64::try_from(LOAD_SPREAD_MS).unwrap())
+        + Duration::from_secs(60);
+    let mut seen = vec![false; LOAD_EVENTS];
+    let (mut early, mut repeated, mut worst_late) = (0, 0, chrono::Duration::zero());
+    for _ in 0..LOAD_EVENTS {
+        let event = match tokio::time::timeout_at(deadline, arrivals.next()).await {
+            Ok(Some(event)) => event.unwrap(),
+            other => panic!(
+                "{} of {LOAD_EVENTS} arrived before the deadline ({other:?})",
+                seen.iter().filter(|s| **s).count()
+            ),
+        };
+        let now = Utc::now();
+        let due = due_of(&event);
+        if now < due {
+            early += 1;
+        }
+        worst_late = worst_late.max(now - due);
+        let n = usize::try_from(event.payload["n"].as_u64().unwrap()).unwrap();
+        if std::mem::replace(&mut seen[n], true) {
+            repeated += 1;
+        }
+    }
+    println!("scheduled_under_load: worst lateness {worst_late}");
+    assert_eq!((early, repeated), (0, 0), "early, repeated");
+    assert!(seen.iter().all(|s| *s));
+    assert_quiet(&mut arrivals, Duration::from_millis(500)).await;
+    photon.shutdown().await.unwrap();
+}
