@@ -21,5 +21,8 @@ photon_testkit::group_process_tests! {
         /// processes (`photon_testkit::composition::ProcessSchedule`), checked from the
         /// processes' logs.
         group_composition => composition(1),
+        /// Delayed events through SIGKILLed publishing processes running the scheduler.
+        delayed_survive_kills => delayed_survive_kills(1),
+        delayed_survive_kills_three_shards => delayed_survive_kills(3),
     }
 }

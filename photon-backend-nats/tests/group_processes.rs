@@ -21,5 +21,7 @@ photon_testkit::group_process_tests! {
         /// processes (`photon_testkit::composition::ProcessSchedule`), checked from the
         /// processes' logs.
         group_composition => composition(1),
+        /// Delayed events through SIGKILLed publishing processes running the scheduler.
+        delayed_survive_kills => delayed_survive_kills(1),
     }
 }

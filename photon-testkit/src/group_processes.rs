@@ -97,7 +97,7 @@ impl Log {
         }
     }
 
-    fn sync(&mut self) {
+    pub(crate) fn sync(&mut self) {
         self.file.sync_data().unwrap();
     }
 }
@@ -133,6 +133,11 @@ impl GroupProcesses {
                 open(parts[1].clone()),
                 &parts[2],
                 &Role::parse(&parts[3..]),
+            )),
+            "delayed" => runtime.block_on(crate::delayed_processes::publisher(
+                open(parts[1].clone()),
+                &parts[2],
+                &parts[3..],
             )),
             "handler" => runtime.block_on(crate::group_handlers::handler_member(
                 open(parts[1].clone()),
@@ -798,6 +803,9 @@ macro_rules! group_process_tests {
                 /// processes (`photon_testkit::composition::ProcessSchedule`), checked from
                 /// the processes' logs.
                 group_composition => composition(),
+                /// Delayed events through SIGKILLed publishing processes running the
+                /// scheduler (`photon_testkit::delayed_processes`).
+                delayed_survive_kills => delayed_survive_kills(),
             }
         }
     };

@@ -19,6 +19,7 @@ mod capability;
 pub mod composition;
 mod context;
 pub mod crash;
+mod delayed_processes;
 mod group_checks;
 mod group_handlers;
 pub mod group_processes;
