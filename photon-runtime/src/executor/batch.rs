@@ -441,7 +441,8 @@ async fn handle(
             call,
         };
         match run_with_retries(subscription, &attempt, slot, stop).await {
-            Outcome::Handled => {
+            // A batch is never requeued (the executor refuses the option on batch handlers).
+            Outcome::Handled | Outcome::Requeued => {
                 for queued in runnable {
                     subscription.stats.record_handled();
                     settle(subscription, queued.lane, queued.item.seq(), Finish::Done).await;

@@ -502,6 +502,17 @@ impl ExecutorBuilder {
             PhotonError::InvalidInput("the executor must be started inside a tokio runtime".into())
         })?;
         self.check_subscriptions()?;
+        let twins: Vec<Registration> = self
+            .registrations
+            .iter()
+            .filter(|registration| registration.options.requeues())
+            .map(super::requeue::retry_twin)
+            .collect();
+        if !twins.is_empty() {
+            // Requeued events come back through the scheduler: this process runs one.
+            self.photon.start_scheduler()?;
+        }
+        self.registrations.extend(twins);
         let config = Arc::new(self.config);
         let resources = Arc::new(Resources {
             photon: self.photon.downgrade(),
@@ -554,6 +565,7 @@ impl ExecutorBuilder {
                 validate_topic_key(options.topic(), key)?;
             }
             validate_topic_name(&self.config.dead_letter_topic(options.topic()))?;
+            self.check_requeue(registration)?;
             if options.durable().is_empty() {
                 return Err(PhotonError::InvalidInput(format!(
                     "handler {} on topic {:?} has an empty durable name",
@@ -590,6 +602,27 @@ impl ExecutorBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Checks that a handler that requeues retries takes single events outside a
+    /// transaction, and that its retry topic is a valid topic name.
+    fn check_requeue(&self, registration: &Registration) -> Result<()> {
+        let options = &registration.options;
+        if !options.requeues() {
+            return Ok(());
+        }
+        let name = options.handler_name();
+        if registration.handler.batch_call().is_some() || registration.transactional.is_some() {
+            return Err(PhotonError::InvalidInput(format!(
+                "handler {name}: requeue_retries is for handlers of single events outside a transaction (a batch or a transaction has no one event to requeue)"
+            )));
+        }
+        let retries = super::requeue::retry_topic(options);
+        validate_topic_name(&retries).map_err(|err| {
+            PhotonError::InvalidInput(format!(
+                "handler {name}: its retry topic {retries:?} (requeue_retries) is no valid topic name: {err}"
+            ))
+        })
     }
 
     /// Checks that a batch handler has a batch policy within its limits, and a handler of

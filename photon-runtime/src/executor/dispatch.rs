@@ -146,7 +146,13 @@ impl Subscription {
             layered,
             stats: Arc::new(SubscriptionStats::new(metrics)),
             progress: Arc::default(),
-            dead_letter_topic: config.dead_letter_topic(&checkpoint.topic),
+            // A retry topic's events are the handler's own topic's: so are their dead letters.
+            dead_letter_topic: config.dead_letter_topic(
+                registration
+                    .options
+                    .retried_topic()
+                    .unwrap_or(&checkpoint.topic),
+            ),
             slots: Arc::new(Semaphore::new(slots)),
             store,
             registration,
@@ -646,6 +652,10 @@ async fn handle_event(
                 attempts,
             );
             dead_letter(subscription, &letter, stop).await
+        }
+        Outcome::Requeued => {
+            subscription.stats.record_handled();
+            Finish::Done
         }
         Outcome::Abandoned => Finish::Abandoned,
         Outcome::Revoked => Finish::Revoked,

@@ -173,6 +173,10 @@ pub struct HandlerOptions {
     retry: Option<RetryOverride>,
     concurrency: Option<usize>,
     batch: Option<BatchPolicy>,
+    requeue: bool,
+    /// Set on the subscription reading a requeuing handler's retry topic: the handler's
+    /// own topic.
+    retried: Option<String>,
 }
 
 /// A handler's own [`RetryPolicy`], compared by the bits of its jitter so that
@@ -220,7 +224,49 @@ impl HandlerOptions {
             retry: None,
             concurrency: None,
             batch: None,
+            requeue: false,
+            retried: None,
         }
+    }
+
+    /// Makes [`Retry::after`](super::Retry::after) requeue the event instead of waiting in
+    /// place: it is published for later to the handler's retry topic
+    /// (`<topic>.retries.<durable>`, which the executor also reads for this handler, with
+    /// the same options) and acknowledged, so that the key's later events go on at once.
+    /// The requeued event carries the attempts made (header `photon-attempts`) and where it
+    /// came from (`photon-requeued-from`: topic, seq, event id); it arrives with the retry
+    /// topic's name and seq, and goes to the handler's own topic's dead-letter topic when
+    /// its attempts run out. Per-key order is not kept for a requeued event. Needs a
+    /// scheduler ([`crate::schedule`]; the executor's process runs one once it requeues).
+    ///
+    /// ```
+    /// let options = photon_runtime::HandlerOptions::new("mailer", "emails").requeue_retries();
+    /// assert!(options.requeues());
+    /// ```
+    ///
+    /// # Errors
+    /// None here; `ExecutorBuilder::start` refuses it on a batch or transactional handler,
+    /// and a retry topic name over the topic name limit, naming the handler.
+    pub fn requeue_retries(mut self) -> Self {
+        self.requeue = true;
+        self
+    }
+
+    /// Whether [`Retry::after`](super::Retry::after) requeues (see
+    /// [`Self::requeue_retries`]).
+    pub fn requeues(&self) -> bool {
+        self.requeue
+    }
+
+    /// The handler's own topic when these options read its retry topic.
+    pub(crate) fn retried_topic(&self) -> Option<&str> {
+        self.retried.as_deref()
+    }
+
+    /// These options reading `retry_topic` for the handler's requeued events.
+    pub(crate) fn reading_retries_of(mut self, retry_topic: String) -> Self {
+        self.retried = Some(std::mem::replace(&mut self.topic, retry_topic));
+        self
     }
 
     /// Retries this handler's failed attempts with `policy` instead of the executor's

@@ -113,6 +113,7 @@ mod dispatch;
 mod fencing;
 mod handler;
 mod idle;
+mod requeue;
 pub(crate) mod retry;
 mod service;
 mod stats;
@@ -142,6 +143,7 @@ pub use handler::{
     DeclaredPolicy, HandlerDescriptor, HandlerFn, HandlerFuture, HandlerInput, HandlerOptions,
     IntoHandlerResult, DEFAULT_MAX_HANDLER_TIME,
 };
+pub use requeue::{Retry, ATTEMPTS_HEADER, REQUEUED_FROM_HEADER};
 pub use service::{HandlerRequest, HandlerService};
 pub use transactional::{BindTransactional, TransactionalBinding};
 pub use typed::{SubscribeOptions, TypedEvent, TypedStream, TypedTopic};

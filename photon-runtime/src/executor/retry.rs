@@ -33,6 +33,9 @@ pub(crate) enum Outcome {
     /// A group handler's member lost the event's partition before an attempt could start:
     /// the event is the partition's next owner's.
     Revoked,
+    /// The handler asked for the event later (`Retry::after`) and it was published for
+    /// later to the handler's retry topic: acknowledge it here.
+    Requeued,
 }
 
 /// The delay after failed attempt `attempt` (1-based), before jitter.
@@ -155,6 +158,27 @@ pub(crate) trait Attempts {
 
     /// What was attempted, for messages: `orders seq 3`.
     fn describe(&self) -> String;
+
+    /// Attempts made before this delivery (a requeued event's count).
+    fn prior_attempts(&self, options: &HandlerOptions) -> u32 {
+        let _ = options;
+        0
+    }
+
+    /// Publishes the work for later to the handler's retry topic, when it can be
+    /// (`HandlerOptions::requeue_retries`; single events only).
+    ///
+    /// # Errors
+    /// The publish's error; the caller waits in place instead.
+    fn requeue<'a>(
+        &'a self,
+        subscription: &'a Subscription,
+        attempts: u32,
+        after: Duration,
+    ) -> impl Future<Output = Option<Result<(), PhotonError>>> + Send + 'a {
+        let _ = (subscription, attempts, after);
+        std::future::ready(None)
+    }
 }
 
 impl Attempts for Event {
@@ -193,6 +217,24 @@ impl Attempts for Event {
     fn describe(&self) -> String {
         format!("{} seq {}", self.topic_name, self.seq)
     }
+
+    fn prior_attempts(&self, options: &HandlerOptions) -> u32 {
+        super::requeue::prior_attempts(options, self)
+    }
+
+    async fn requeue<'a>(
+        &'a self,
+        subscription: &'a Subscription,
+        attempts: u32,
+        after: Duration,
+    ) -> Option<Result<(), PhotonError>> {
+        let options = &subscription.registration.options;
+        if !options.requeues() {
+            return None;
+        }
+        let photon = subscription.resources.photon.upgrade();
+        Some(super::requeue::requeue(photon, options, self, attempts, after).await)
+    }
 }
 
 /// Runs `work` (an event or a batch) until it succeeds, fails for good or shutdown
@@ -208,7 +250,7 @@ pub(crate) async fn run_with_retries(
 ) -> Outcome {
     let registration = &subscription.registration;
     let (policy, stats) = (&subscription.retry, &subscription.stats);
-    let mut attempts = 0u32;
+    let mut attempts = work.prior_attempts(&registration.options);
     let limit = registration.options.handler_time_limit();
     loop {
         if !work.may_start(subscription) {
@@ -241,9 +283,21 @@ pub(crate) async fn run_with_retries(
             return Outcome::Abandoned;
         }
         stats.record_retry();
+        let asked = super::requeue::requested_delay(&error);
+        if let Some(after) = asked {
+            match work.requeue(subscription, attempts, after).await {
+                Some(Ok(())) => return Outcome::Requeued,
+                Some(Err(err)) => tracing::warn!(
+                    attempted = %work.describe(), %err,
+                    "requeueing failed; retrying in place after the delay asked for"
+                ),
+                None => {}
+            }
+        }
         tracing::debug!(attempted = %work.describe(), attempts, %error, "handler failed; retrying");
+        let wait = asked.unwrap_or_else(|| delay(policy, attempts));
         tokio::select! {
-            () = tokio::time::sleep(delay(policy, attempts)) => {}
+            () = tokio::time::sleep(wait) => {}
             () = stop.stopped() => return Outcome::Abandoned,
         }
         permit = tokio::select! {
