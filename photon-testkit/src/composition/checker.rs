@@ -30,6 +30,7 @@ pub fn check(history: &History) -> Result<(), Violation> {
         checkpoints_monotonic(*sub, log)?;
         gaps_explained(history, &log.gaps, &format!("subscription {sub}"))?;
     }
+    delayed_on_time_and_once(history)?;
     group_complete(history)?;
     group_no_overlap(history)?;
     group_repeats_under_later_leases(history)?;
@@ -370,6 +371,52 @@ fn gaps_explained(history: &History, gaps: &[(i64, i64)], whose: &str) -> Result
                 history.truncated_before
             )));
         }
+    }
+    Ok(())
+}
+
+/// Every event published for later appeared once, under its key, not before its due
+/// time; one that did not appear is excused only by a gap the live subscriber received
+/// (a retention sweep removed it before that subscriber read it).
+fn delayed_on_time_and_once(history: &History) -> Result<(), Violation> {
+    let mut seen: HashSet<usize> = HashSet::new();
+    for appeared in &history.appeared {
+        let Some((key, due)) = history.scheduled.get(&appeared.op) else {
+            return Err(Violation(format!(
+                "delayed event of operation {} (seq {}) appeared but was never published for later",
+                appeared.op, appeared.seq
+            )));
+        };
+        if !seen.insert(appeared.op) {
+            return Err(Violation(format!(
+                "delayed event of operation {} appeared twice (again at seq {})",
+                appeared.op, appeared.seq
+            )));
+        }
+        if appeared.key != *key {
+            return Err(Violation(format!(
+                "delayed event of operation {} appeared under key {:?}, published under {key:?}",
+                appeared.op, appeared.key
+            )));
+        }
+        if appeared.seen_at < *due {
+            return Err(Violation(format!(
+                "delayed event of operation {} appeared {} before its time",
+                appeared.op,
+                *due - appeared.seen_at
+            )));
+        }
+    }
+    let missing: Vec<usize> = history
+        .scheduled
+        .keys()
+        .filter(|op| !seen.contains(op))
+        .copied()
+        .collect();
+    if !missing.is_empty() && history.watcher_gaps.is_empty() {
+        return Err(Violation(format!(
+            "events published for later by operations {missing:?} never appeared"
+        )));
     }
     Ok(())
 }

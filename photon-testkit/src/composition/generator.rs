@@ -17,6 +17,14 @@ pub enum Op {
         /// The key's number.
         key: Option<u8>,
     },
+    /// Publishes one event under key `k{key}` for `delay_ms` from now
+    /// (`Photon::publish_after`).
+    PublishLater {
+        /// The key's number.
+        key: Option<u8>,
+        /// How long from now it is due.
+        delay_ms: u16,
+    },
     /// Publishes a batch, one event per entry.
     PublishBatch {
         /// The keys of the batch's events.
@@ -112,7 +120,18 @@ impl Schedule {
         let flush_each_ack = random.below(2) == 0;
         let handler = random.below(2) == 0;
         let length = 30 + random.below(30) as usize;
-        let ops = (0..length).map(|_| draw(&mut random)).collect();
+        let mut ops: Vec<Op> = (0..length).map(|_| draw(&mut random)).collect();
+        // Delayed publishes replace a quarter of the plain ones, drawn from a stream of
+        // their own for the same reason as batch handlers below.
+        let mut later = Random::new(seed.wrapping_mul(0xA24B_AED4_963E_E407));
+        for op in &mut ops {
+            if let Op::Publish { key } = *op {
+                if later.below(4) == 0 {
+                    let delay_ms = later.below(400) as u16;
+                    *op = Op::PublishLater { key, delay_ms };
+                }
+            }
+        }
         // From a stream of its own, so that the rest of a seed's schedule stays what it was
         // before batch handlers were drawn (the regression seeds name schedules).
         let mut batches = Random::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
@@ -194,5 +213,22 @@ mod tests {
         assert_ne!(Schedule::generate(7), Schedule::generate(8));
         let schedule = Schedule::generate(3);
         assert!((30..60).contains(&schedule.ops.len()));
+    }
+
+    #[test]
+    fn delayed_publishes_are_drawn() {
+        let later = (0..50)
+            .flat_map(|seed| Schedule::generate(seed).ops)
+            .filter(|op| matches!(op, Op::PublishLater { delay_ms, .. } if *delay_ms < 400))
+            .count();
+        let plain = (0..50)
+            .flat_map(|seed| Schedule::generate(seed).ops)
+            .filter(|op| matches!(op, Op::Publish { .. }))
+            .count();
+        // A quarter of the plain publishes become delayed ones.
+        assert!(
+            later * 5 > plain && later < plain,
+            "{later} delayed, {plain} plain"
+        );
     }
 }

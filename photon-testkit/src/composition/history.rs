@@ -73,13 +73,32 @@ pub struct Handled {
     pub finished: Instant,
 }
 
+/// A delayed event as it appeared on its topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appeared {
+    /// The operation that published it for later.
+    pub op: usize,
+    /// The seq it was appended at.
+    pub seq: i64,
+    /// Its key.
+    pub key: Option<String>,
+    /// When a subscriber reading the topic live saw it.
+    pub seen_at: chrono::DateTime<chrono::Utc>,
+}
+
 /// What a run of a schedule observed.
 #[derive(Debug, Clone, Default)]
 pub struct History {
     /// The schedule's seed.
     pub seed: u64,
-    /// Every stored event: seq and key.
+    /// Every stored event: seq and key (delayed events once they appeared).
     pub published: BTreeMap<i64, Option<String>>,
+    /// Events published for later, by operation: key and due time.
+    pub scheduled: BTreeMap<usize, (Option<String>, chrono::DateTime<chrono::Utc>)>,
+    /// Delayed events as a live subscriber of the topic saw them appear.
+    pub appeared: Vec<Appeared>,
+    /// `Gap { from, to }` items that subscriber received (a retention sweep passed it).
+    pub watcher_gaps: Vec<(i64, i64)>,
     /// The highest `before` of the retention sweeps that ran (`0` without one).
     pub truncated_before: i64,
     /// Per durable subscription.

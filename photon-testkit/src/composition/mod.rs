@@ -4,7 +4,9 @@
 //! A [`Schedule`] is drawn from a seed ([`Schedule::generate`]): options (the group's
 //! partition count, sealed or plaintext events, whether durable subscriptions flush after
 //! every acknowledgement) and a list of [`Op`]s over the public API: publishing single
-//! events and batches, keyed and unkeyed; durable subscriptions reading, acknowledging or
+//! events and batches, keyed and unkeyed, and single events for later (0 to 400 ms,
+//! `Photon::publish_after`, through the scheduler of the instance, which a restart stops
+//! and starts again); durable subscriptions reading, acknowledging or
 //! not, flushing, dropped and reopened; group members joining, reading, leaving and being
 //! aborted; retention (`truncate_before`); restarts of the port (everything dropped and
 //! the port opened again); and, in half the schedules, an executor handler on the topic
@@ -23,6 +25,9 @@
 //!   acknowledgements, and an event acknowledged in the group comes again only under a
 //!   later lease of its partition;
 //! - a subscription's stored checkpoint never moves backwards;
+//! - every event published for later appears on its topic once, under its key, not
+//!   before its due time (as a live subscriber sees it), and then counts as stored for
+//!   every consumer above;
 //! - the executor handler succeeds on every stored event or leaves a dead letter for it
 //!   (only when it, or a batch-mate, failed for good), never both; an event is attempted
 //!   again after its success only in a later instance and only when an earlier event was

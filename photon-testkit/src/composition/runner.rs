@@ -12,12 +12,12 @@ use photon_core::{
     TransportCrypto,
 };
 use photon_runtime::executor::{Executor, ExecutorConfig};
-use photon_runtime::{DurableSubscription, Photon};
+use photon_runtime::{DurableSubscription, Photon, SchedulerConfig};
 use serde_json::json;
 
 use super::generator::{Op, Schedule};
 use super::handlers::{self, HandlerLog};
-use super::history::{Delivered, GroupDelivery, History};
+use super::history::{Appeared, Delivered, GroupDelivery, History};
 use super::OP_BOUND;
 use crate::context::{Context, PortFactory};
 
@@ -25,6 +25,11 @@ use crate::context::{Context, PortFactory};
 const QUIET: Duration = Duration::from_millis(150);
 /// How long the final drain of one consumer may wait for the events it misses.
 const DRAIN_BOUND: Duration = Duration::from_secs(15);
+/// The scheduler's lease: the longest a delayed event waits after a restart.
+const SCHEDULER_LEASE: Duration = Duration::from_secs(2);
+
+/// What the live subscriber of the topic saw of delayed events: the events, the gaps.
+type Watched = Arc<std::sync::Mutex<(Vec<Appeared>, Vec<(i64, i64)>)>>;
 
 struct Member {
     stream: GroupMembership,
@@ -48,6 +53,10 @@ struct World<'a> {
     handler_log: HandlerLog,
     /// Instances opened so far (the first is 0).
     instance_run: usize,
+    scheduler: SchedulerConfig,
+    /// A second instance reading the topic live from its start, and what it saw.
+    watcher: Option<(Photon, tokio::task::JoinHandle<()>)>,
+    watched: Watched,
     history: History,
 }
 
@@ -64,6 +73,7 @@ fn crypto(sealed: bool) -> TransportCrypto {
 async fn instance(
     factory: &Arc<dyn PortFactory>,
     schedule: &Schedule,
+    scheduler: &SchedulerConfig,
 ) -> Result<(Photon, Arc<dyn StoragePort>), PhotonError> {
     let port = factory.open().await?;
     let policy = if schedule.flush_each_ack {
@@ -83,6 +93,7 @@ async fn instance(
         .transport_crypto(crypto(schedule.sealed))
         .flush_policy(policy)
         .executor_config(retries)
+        .scheduler(scheduler.clone())
         .build()?;
     Ok((photon, port))
 }
@@ -115,7 +126,11 @@ async fn play_schedule(
     };
     history.handler = schedule.handler;
     history.handler_batch = schedule.handler_batch;
-    let (photon, port) = match instance(factory, schedule).await {
+    let scheduler = SchedulerConfig::default()
+        .topic(context.topic("schedule"))
+        .group(context.subscription("scheduler"))
+        .lease(SCHEDULER_LEASE);
+    let (photon, port) = match instance(factory, schedule, &scheduler).await {
         Ok(opened) => opened,
         Err(err) => {
             history
@@ -138,8 +153,12 @@ async fn play_schedule(
         executor: None,
         handler_log: HandlerLog::default(),
         instance_run: 0,
+        scheduler,
+        watcher: None,
+        watched: Watched::default(),
         history,
     };
+    world.start_watcher().await;
     world.start_handler(0);
     for (index, op) in schedule.ops.iter().enumerate() {
         let played = tokio::time::timeout(OP_BOUND, world.play(index, op)).await;
@@ -191,6 +210,26 @@ impl World<'_> {
                         self.trace(index, format!("published {} {key:?}", appended.seq));
                     }
                     Err(err) => self.fail(format!("operation {index}: publish failed: {err}")),
+                }
+            }
+            Op::PublishLater { key, delay_ms } => {
+                let key = key.map(|k| format!("k{k}"));
+                let delay = Duration::from_millis(u64::from(*delay_ms));
+                let payload = json!({"op": index, "later": true});
+                let published = self
+                    .photon
+                    .publish_after(&self.topic, key.as_deref(), json!(null), payload, delay)
+                    .await;
+                match published {
+                    Ok(scheduled) => {
+                        self.history
+                            .scheduled
+                            .insert(index, (key.clone(), scheduled.due_at));
+                        self.trace(index, format!("published {key:?} for {delay:?} later"));
+                    }
+                    Err(err) => {
+                        self.fail(format!("operation {index}: publish_after failed: {err}"))
+                    }
                 }
             }
             Op::PublishBatch { keys } => {
@@ -472,11 +511,18 @@ impl World<'_> {
         if let Err(err) = self.photon.shutdown().await {
             self.fail(format!("operation {index}: shutdown failed: {err}"));
         }
-        match instance(self.factory, self.schedule).await {
+        match instance(self.factory, self.schedule, &self.scheduler).await {
             Ok((photon, port)) => {
                 self.photon = photon;
                 self.port = port;
                 self.instance_run += 1;
+                if !self.history.scheduled.is_empty() {
+                    if let Err(err) = self.photon.start_scheduler() {
+                        self.fail(format!(
+                            "operation {index}: the scheduler did not start: {err}"
+                        ));
+                    }
+                }
                 self.start_handler(index);
                 self.trace(index, "restarted".into());
             }
@@ -592,6 +638,7 @@ impl World<'_> {
     /// Reads every subscription used and the group until each accounted for every stored
     /// event (or went quiet for a while).
     async fn drain(&mut self) {
+        self.await_delayed().await;
         self.drain_handler().await;
         let used: Vec<u8> = self.history.durable.keys().copied().collect();
         for sub in used {
@@ -645,7 +692,80 @@ impl World<'_> {
         }
     }
 
+    /// Starts a second instance reading the topic live from its start, recording the
+    /// delayed events as they appear.
+    async fn start_watcher(&mut self) {
+        let (photon, _) = match instance(self.factory, self.schedule, &self.scheduler).await {
+            Ok(opened) => opened,
+            Err(err) => return self.fail(format!("cannot open the watcher's port: {err}")),
+        };
+        let mut stream = photon.subscribe(&self.topic, None, None);
+        let watched = Arc::clone(&self.watched);
+        let task = tokio::spawn(async move {
+            while let Some(item) = stream.next().await {
+                let seen_at = chrono::Utc::now();
+                let mut watched = watched.lock().unwrap_or_else(|p| p.into_inner());
+                match item {
+                    Ok(event) if event.payload["later"] == true => {
+                        let op = event.payload["op"].as_u64().unwrap_or(u64::MAX);
+                        watched.0.push(Appeared {
+                            op: usize::try_from(op).unwrap_or(usize::MAX),
+                            seq: event.seq,
+                            key: event.topic_key,
+                            seen_at,
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(PhotonError::Gap { from, to, .. }) => watched.1.push((from, to)),
+                    Err(_) => {}
+                }
+            }
+        });
+        self.watcher = Some((photon, task));
+    }
+
+    /// Waits until every event published for later appeared (or a retention sweep may
+    /// have removed it), then counts those that appeared as stored.
+    async fn await_delayed(&mut self) {
+        let deadline = Instant::now() + DRAIN_BOUND;
+        loop {
+            let (appeared, gaps) = {
+                let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+                (watched.0.len(), watched.1.len())
+            };
+            let waiting = self.history.scheduled.len().saturating_sub(appeared);
+            if waiting == 0 || (gaps > 0 && Instant::now() > deadline) {
+                break;
+            }
+            if Instant::now() > deadline {
+                self.fail(format!(
+                    "{waiting} of {} events published for later did not appear within {DRAIN_BOUND:?}",
+                    self.history.scheduled.len()
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let appeared = self
+            .watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .clone();
+        for event in &appeared {
+            self.history.published.insert(event.seq, event.key.clone());
+        }
+    }
+
     async fn close(&mut self) {
+        if let Some((watcher, task)) = self.watcher.take() {
+            task.abort();
+            let _ = watcher.shutdown().await;
+        }
+        let (appeared, gaps) =
+            std::mem::take(&mut *self.watched.lock().unwrap_or_else(|p| p.into_inner()));
+        self.history.appeared = appeared;
+        self.history.watcher_gaps = gaps;
         self.subscriptions.clear();
         for member in self.members.keys().copied().collect::<Vec<_>>() {
             if let Some(left) = self.members.remove(&member) {
