@@ -10,7 +10,8 @@ use crate::transactional;
 
 /// Expands `#[subscribe(topic = "...", durable = "...", key = "...", group = "...")]` on
 /// `item`, with the policy arguments `max_attempts = 5`, `initial_backoff = "100ms"`,
-/// `max_backoff = "10s"`, `timeout = "30s"` and `concurrency = 4`. With `group` alone, the
+/// `max_backoff = "10s"`, `timeout = "30s"`, `concurrency = 4` and the flag
+/// `requeue_retries`. With `group` alone, the
 /// group name is also the handler's durable name. With `batch_max = 100` and
 /// `batch_wait = "50ms"` the function is a batch handler: its first argument is a
 /// `Vec<Event>` or `Vec<TypedEvent<T>>`.
@@ -28,8 +29,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             "batch_wait",
         ],
         &["max_attempts", "concurrency", "batch_max"],
-        &["transactional"],
+        &["transactional", "requeue_retries"],
     )?;
+    if args.has("requeue_retries") && (args.has("transactional") || batched(&args)) {
+        return Err(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`requeue_retries` requeues one event: a batch or transactional handler has none to requeue",
+        ));
+    }
     let policy = policy_tokens(&args)?;
     let group = args.get("group");
     let durable = match (args.get("durable"), group) {
@@ -270,6 +277,7 @@ fn policy_tokens(args: &Args) -> syn::Result<TokenStream> {
     let max_backoff = duration_tokens(args, "max_backoff", false)?;
     let timeout = duration_tokens(args, "timeout", true)?;
     let batch = batch_tokens(args)?;
+    let requeue_retries = args.has("requeue_retries");
     Ok(quote! {
         ::photon::runtime::DeclaredPolicy {
             max_attempts: #max_attempts,
@@ -278,6 +286,7 @@ fn policy_tokens(args: &Args) -> syn::Result<TokenStream> {
             timeout: #timeout,
             concurrency: #concurrency,
             batch: #batch,
+            requeue_retries: #requeue_retries,
         }
     })
 }
@@ -543,7 +552,8 @@ pub(crate) mod tests {
                 initial_backoff = "100ms",
                 max_backoff = "10s",
                 timeout = "1m 30s",
-                concurrency = 4
+                concurrency = 4,
+                requeue_retries
             ),
             quote!(
                 async fn bill(order: Order) {}
@@ -557,6 +567,7 @@ pub(crate) mod tests {
             "max_backoff : :: core :: option :: Option :: Some (:: core :: time :: Duration :: new (10u64 , 0u32))",
             "timeout : :: core :: option :: Option :: Some (:: core :: time :: Duration :: new (90u64 , 0u32))",
             "concurrency : :: core :: option :: Option :: Some (4usize)",
+            "requeue_retries : true",
         ] {
             assert!(expanded.contains(expected), "{expected} in {expanded}");
         }
@@ -589,8 +600,21 @@ pub(crate) mod tests {
         assert_eq!(no_slot, "`concurrency` must be at least 1");
         let text = error(quote!(durable = "b", concurrency = "4"), item.clone());
         assert_eq!(text, "`concurrency` takes an integer literal");
-        let number = error(quote!(durable = "b", timeout = 30), item);
+        let number = error(quote!(durable = "b", timeout = 30), item.clone());
         assert_eq!(number, "`timeout` takes a string literal");
+        let batch = error(
+            quote!(
+                durable = "b",
+                batch_max = 5,
+                batch_wait = "5ms",
+                requeue_retries
+            ),
+            item,
+        );
+        assert!(
+            batch.starts_with("`requeue_retries` requeues one event"),
+            "{batch}"
+        );
     }
 
     #[test]

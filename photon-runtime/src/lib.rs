@@ -42,7 +42,7 @@ pub use executor::{
     DeadLetter, DeadLetterCount, DeclaredPolicy, Executor, ExecutorBuilder, ExecutorConfig,
     ExecutorConfigBuilder, Handler, HandlerArgument, HandlerDescriptor, HandlerFuture,
     HandlerInput, HandlerOptions, HandlerRequest, HandlerService, HandlerSnapshot,
-    IntoHandlerResult, RetryPolicy, RetryPolicyBuilder, State, StoredBody, SubscribeOptions,
+    IntoHandlerResult, Retry, RetryPolicy, RetryPolicyBuilder, State, StoredBody, SubscribeOptions,
     TopicSnapshot, TransactionalBinding, TypedEvent, TypedStream, TypedTopic, UndecodableRecord,
     DEFAULT_MAX_HANDLER_TIME, WAIT_IDLE_TIMEOUT,
 };

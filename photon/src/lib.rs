@@ -140,8 +140,8 @@ pub use photon_runtime as runtime;
 pub use photon_runtime::{
     executor, AdminSnapshot, BatchPolicy, Context, DeadLetter, DurableSubscription, Executor,
     ExecutorConfig, GenericPhotonBackend, GroupSubscription, HandlerOptions, Photon, PhotonBackend,
-    PhotonBuilder, State, SubscribeOptions, TypedEvent, TypedGroupSubscription, TypedStream,
-    TypedTopic,
+    PhotonBuilder, Retry, Scheduled, SchedulerConfig, State, SubscribeOptions, TypedEvent,
+    TypedGroupSubscription, TypedStream, TypedTopic,
 };
 
 #[cfg(feature = "macros")]
@@ -171,7 +171,7 @@ pub mod prelude {
     #[cfg(feature = "runtime")]
     pub use crate::{
         BatchPolicy, Context, DurableSubscription, Executor, GroupSubscription, Photon,
-        PhotonBuilder, State, SubscribeOptions, TypedEvent, TypedTopic,
+        PhotonBuilder, Retry, State, SubscribeOptions, TypedEvent, TypedTopic,
     };
 
     #[cfg(feature = "macros")]

@@ -66,3 +66,58 @@ async fn the_attributes_policy_is_applied() {
     );
     executor.shutdown().await.unwrap();
 }
+
+/// Attempts of `mail`: the attempt number and the topic it came from.
+static MAIL_ATTEMPTS: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Asks for its event again 10 ms later on the first attempt.
+#[subscribe(topic = "policy.mail", durable = "policy-mail", requeue_retries)]
+async fn mail(event: Event, context: Context) -> Result<(), Retry> {
+    let attempt = context.attempt();
+    MAIL_ATTEMPTS
+        .lock()
+        .unwrap()
+        .push((attempt, event.topic_name.clone()));
+    if attempt == 1 {
+        return Err(Retry::after(Duration::from_millis(10)));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn requeue_retries_sends_the_event_round_its_retry_topic() {
+    let photon = Photon::builder().build().unwrap();
+    let executor = photon.start_executor().unwrap();
+    let reading: Vec<String> = executor
+        .handlers()
+        .iter()
+        .filter(|options| options.durable() == "policy-mail")
+        .map(|options| options.topic().to_owned())
+        .collect();
+    assert_eq!(reading, ["policy.mail", "policy.mail.retries.policy-mail"]);
+    photon
+        .publish(
+            "policy.mail",
+            Some("u-1"),
+            json!(null),
+            json!({"to": "a@b"}),
+        )
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while MAIL_ATTEMPTS.lock().unwrap().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the requeued attempt did not come"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    executor.shutdown().await.unwrap();
+    assert_eq!(
+        *MAIL_ATTEMPTS.lock().unwrap(),
+        [
+            (1, "policy.mail".to_owned()),
+            (2, "policy.mail.retries.policy-mail".to_owned())
+        ]
+    );
+}

@@ -54,8 +54,8 @@ pub struct HandlerDescriptor {
 inventory::collect!(HandlerDescriptor);
 
 /// What `#[subscribe(max_attempts = .., initial_backoff = "..", max_backoff = "..",
-/// timeout = "..", concurrency = .., batch_max = .., batch_wait = "..")]` declares; a field left `None` keeps the executor's
-/// setting. Written by the macro.
+/// timeout = "..", concurrency = .., batch_max = .., batch_wait = "..", requeue_retries)]`
+/// declares; a field left `None` keeps the executor's setting. Written by the macro.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeclaredPolicy {
     /// [`RetryPolicy::max_attempts`] for this handler.
@@ -71,6 +71,8 @@ pub struct DeclaredPolicy {
     /// `batch_max` and `batch_wait`: the function is a batch handler
     /// ([`BatchPolicy`]); the macro sets both or neither.
     pub batch: Option<BatchPolicy>,
+    /// [`HandlerOptions::requeue_retries`].
+    pub requeue_retries: bool,
 }
 
 impl DeclaredPolicy {
@@ -95,6 +97,9 @@ impl DeclaredPolicy {
         }
         if let Some(batch) = self.batch {
             options = options.batch(batch);
+        }
+        if self.requeue_retries {
+            options = options.requeue_retries();
         }
         options
     }
