@@ -216,7 +216,7 @@ fn one_list_of_scenarios() {
     let names: Vec<&str> = photon_testkit::SCENARIOS.iter().map(|s| s.name).collect();
     let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len());
-    assert_eq!(names.len(), 48);
+    assert_eq!(names.len(), 49);
     let gated: Vec<(&str, Vec<photon_testkit::Capability>)> = photon_testkit::SCENARIOS
         .iter()
         .filter(|s| !s.requires.is_empty())
@@ -245,6 +245,7 @@ fn one_list_of_scenarios() {
             ("delayed_survive_restart", vec![ConsumerGroups]),
             ("delayed_by_virtual_clock", vec![ConsumerGroups]),
             ("scheduled_under_load", vec![ConsumerGroups]),
+            ("retry_after_requeues", vec![ConsumerGroups]),
         ]
     );
 }

@@ -1,16 +1,17 @@
 //! Delayed and scheduled delivery (`Photon::publish_after`, `Photon::publish_at`), through
 //! the scheduler over the port's consumer groups: never early, within a second of the due
 //! time, per-key order by due time, nothing lost or repeated across a restart, and under
-//! load.
+//! load; and a handler's `Retry::after` requeued through it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use photon_core::{Event, TransportCrypto};
+use photon_runtime::executor::Context as ExecutorContext;
 use photon_runtime::testing::VirtualClock;
-use photon_runtime::{Clock, Photon, SchedulerConfig};
+use photon_runtime::{Clock, HandlerOptions, Photon, Retry, SchedulerConfig};
 use rand::Rng;
 use serde_json::json;
 
@@ -248,4 +249,88 @@ pub async fn scheduled_under_load(ctx: Context) {
     assert!(seen.iter().all(|s| *s));
     assert_quiet(&mut arrivals, Duration::from_millis(500)).await;
     photon.shutdown().await.unwrap();
+}
+
+/// A handler with `requeue_retries` answers `Retry::after` to its first attempt of event
+/// 0: event 1 of the same key is handled at once, event 0 comes back from the handler's
+/// retry topic after the delay with its attempt count, and the handler's checkpoint on its
+/// own topic passes both.
+pub async fn retry_after_requeues(ctx: Context) {
+    let topic = ctx.topic("emails");
+    let durable = ctx.subscription("mailer");
+    let retries = format!("{topic}.retries.{durable}");
+    let photon = photon(&ctx, Clock::system()).await;
+    let (seen, mut attempts) = tokio::sync::mpsc::unbounded_channel();
+    let delay = Duration::from_millis(300);
+    let executor = photon
+        .executor()
+        .handler_with(
+            HandlerOptions::new(&durable, &topic).requeue_retries(),
+            move |event: Event, context: ExecutorContext| {
+                let n = event.payload["n"].as_u64().unwrap();
+                seen.send((
+                    n,
+                    context.attempt(),
+                    event.topic_name.clone(),
+                    Instant::now(),
+                ))
+                .unwrap();
+                std::future::ready(if n == 0 && context.attempt() == 1 {
+                    Err(Retry::after(delay))
+                } else {
+                    Ok(())
+                })
+            },
+        )
+        .start()
+        .unwrap();
+    let mut last = None;
+    for n in 0..2 {
+        let appended = photon
+            .publish(&topic, Some("u-1"), json!(null), json!({ "n": n }))
+            .await
+            .unwrap();
+        last = Some(appended.seq);
+    }
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let attempt = tokio::time::timeout(crate::context::DEADLINE, attempts.recv())
+            .await
+            .expect("an attempt within the deadline")
+            .unwrap();
+        order.push(attempt);
+    }
+    let seen: Vec<(u64, u32, &str)> = order
+        .iter()
+        .map(|(n, attempt, topic, _)| (*n, *attempt, topic.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (0, 1, topic.as_str()),
+            (1, 1, topic.as_str()),
+            (0, 2, retries.as_str())
+        ]
+    );
+    assert!(
+        order[2].3 - order[0].3 >= delay,
+        "the requeued event came back early"
+    );
+    executor.shutdown().await.unwrap();
+    assert_eq!(
+        photon.checkpoint(&durable, &topic, None).await.unwrap(),
+        last
+    );
+    assert_quiet(&mut attempts_stream(attempts), Duration::from_millis(300)).await;
+    photon.shutdown().await.unwrap();
+}
+
+/// The rest of an attempt channel as a stream.
+fn attempts_stream<T: Send + 'static>(
+    receiver: tokio::sync::mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Unpin {
+    Box::pin(futures::stream::unfold(
+        receiver,
+        |mut receiver| async move { receiver.recv().await.map(|item| (item, receiver)) },
+    ))
 }

@@ -98,6 +98,7 @@ macro_rules! __photon_scenarios {
             delayed::delayed_survive_restart [ConsumerGroups],
             delayed::delayed_by_virtual_clock [ConsumerGroups],
             delayed::scheduled_under_load [ConsumerGroups],
+            delayed::retry_after_requeues [ConsumerGroups],
         }
     };
 }
