@@ -13,8 +13,8 @@ pub const ATTEMPTS_HEADER: &str = "photon-attempts";
 pub const REQUEUED_FROM_HEADER: &str = "photon-requeued-from";
 
 /// A handler's answer "not now, again after this long": return it as the handler's error
-/// (`Err(Retry::after(..))`, or `Err(Retry::after(..).into())` where the error type is
-/// [`PhotonError`]).
+/// (`Err(Retry::after(..))`, or `Err(Retry::after(..).into_error())` where the error type
+/// is [`PhotonError`]; inside another error type, as its source).
 ///
 /// It counts as a failed attempt (a retry, up to the handler's `max_attempts`, then the
 /// dead-letter topic), waiting `after` instead of the backoff. By default the event is
@@ -77,21 +77,33 @@ impl std::fmt::Display for Retry {
 
 impl std::error::Error for Retry {}
 
-impl From<Retry> for PhotonError {
-    fn from(retry: Retry) -> Self {
-        PhotonError::handler_failed(retry)
+impl Retry {
+    /// This answer as a [`PhotonError`], for handlers whose error type is one. (Not a
+    /// `From` impl: that would make `?` on a `PhotonError` ambiguous where the error type
+    /// is inferred.)
+    pub fn into_error(self) -> PhotonError {
+        PhotonError::handler_failed(self)
     }
 }
 
-/// The wait a failed attempt asked for with [`Retry::after`], if it did.
+/// The wait a failed attempt asked for with [`Retry::after`], if it did: the error's
+/// source, or a source of that source.
 pub(crate) fn requested_delay(error: &PhotonError) -> Option<Duration> {
-    match error {
-        PhotonError::Handler {
-            source: Some(source),
-            ..
-        } => source.downcast_ref::<Retry>().map(Retry::delay),
-        _ => None,
+    let PhotonError::Handler {
+        source: Some(source),
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    while let Some(error) = cause {
+        if let Some(retry) = error.downcast_ref::<Retry>() {
+            return Some(retry.delay());
+        }
+        cause = error.source();
     }
+    None
 }
 
 /// The retry topic of a handler that requeues: `<topic>.retries.<durable>`.
@@ -169,13 +181,29 @@ mod tests {
 
     #[test]
     fn a_retry_request_is_found_in_the_error_it_becomes() {
-        let error: PhotonError = Retry::after(Duration::from_secs(30)).into();
+        let error = Retry::after(Duration::from_secs(30)).into_error();
         assert!(error.is_retryable());
         assert_eq!(requested_delay(&error), Some(Duration::from_secs(30)));
+        // What the executor makes of a handler returning `Err(Retry::after(..))`.
         let returned: std::result::Result<(), Retry> = Err(Retry::after(Duration::from_secs(2)));
-        let error = PhotonError::handler_failed(returned.unwrap_err());
+        let error = super::super::IntoHandlerResult::into_handler_result(returned).unwrap_err();
         assert_eq!(requested_delay(&error), Some(Duration::from_secs(2)));
         assert_eq!(requested_delay(&PhotonError::handler("boom")), None);
+        // Inside an error of the application's own, as its source.
+        #[derive(Debug)]
+        struct Busy(Retry);
+        impl std::fmt::Display for Busy {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "mail server busy")
+            }
+        }
+        impl std::error::Error for Busy {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let wrapped = PhotonError::handler_failed(Busy(Retry::after(Duration::from_secs(9))));
+        assert_eq!(requested_delay(&wrapped), Some(Duration::from_secs(9)));
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl ScheduleEntry {
 /// the instant it was published for.
 pub(crate) fn due_ms(at: DateTime<Utc>) -> i64 {
     let millis = at.timestamp_millis();
-    if at.timestamp_subsec_nanos() % 1_000_000 == 0 {
+    if at.timestamp_subsec_nanos().is_multiple_of(1_000_000) {
         millis
     } else {
         millis.saturating_add(1)
