@@ -121,3 +121,61 @@ async fn requeue_retries_sends_the_event_round_its_retry_topic() {
         ]
     );
 }
+
+/// Calls of `layered`.
+static LAYERED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+/// Never finishes: the middleware given with `layer_declared` ends its attempts.
+#[subscribe(
+    topic = "policy.slow",
+    durable = "policy-layered",
+    max_attempts = 2,
+    initial_backoff = "1ms"
+)]
+async fn layered(_event: Event) {
+    LAYERED_CALLS.fetch_add(1, Ordering::SeqCst);
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test]
+async fn middleware_wraps_a_declared_handler() {
+    let photon = Photon::builder().build().unwrap();
+    let executor = photon
+        .executor()
+        .layer_declared(
+            "policy-layered",
+            tower::timeout::TimeoutLayer::new(Duration::from_millis(20)),
+        )
+        .start()
+        .unwrap();
+    photon
+        .publish("policy.slow", None, json!(null), json!({"n": 1}))
+        .await
+        .unwrap();
+    executor.wait_idle().await.unwrap();
+    executor.shutdown().await.unwrap();
+    assert_eq!(LAYERED_CALLS.load(Ordering::SeqCst), 2);
+    let letters = photon.dead_letters("policy.slow").await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].attempts, 2);
+    assert!(
+        letters[0].error.contains("request timed out"),
+        "{}",
+        letters[0].error
+    );
+
+    let unknown = photon
+        .executor()
+        .layer_declared(
+            "nobody",
+            tower::timeout::TimeoutLayer::new(Duration::from_millis(20)),
+        )
+        .start();
+    match unknown {
+        Err(PhotonError::InvalidInput(message)) => assert_eq!(
+            message,
+            "layer_declared: no #[subscribe] handler has the durable name \"nobody\""
+        ),
+        other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+    }
+}

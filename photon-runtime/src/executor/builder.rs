@@ -14,7 +14,7 @@ use super::arguments::{BoxedHandler, Handler, Resources, States};
 use super::batch::{BatchHandler, BatchItem, BatchPolicy};
 use super::dispatch::{self, Subscription};
 use super::handler::{HandlerDescriptor, HandlerOptions, Registration};
-use super::service::{self, HandlerRequest, HandlerService};
+use super::service::{self, HandlerRequest, HandlerService, LayerFn};
 use super::transactional;
 use super::{Executor, ExecutorConfig, ExecutorShared, RunningHandler};
 use crate::photon::Photon;
@@ -43,6 +43,8 @@ pub struct ExecutorBuilder {
     config: ExecutorConfig,
     registrations: Vec<Registration>,
     declared: bool,
+    /// Middleware for `#[subscribe]` handlers, by durable name.
+    declared_layers: Vec<(String, LayerFn)>,
     states: States,
 }
 
@@ -66,6 +68,7 @@ impl ExecutorBuilder {
             photon,
             registrations: Vec::new(),
             declared: false,
+            declared_layers: Vec::new(),
         }
     }
 
@@ -450,6 +453,65 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Wraps the `#[subscribe]` handler whose durable name is `durable` in tower
+    /// middleware, as [`ExecutorBuilder::handler_layered`] does for a closure (each attempt
+    /// goes through it, inside the retry loop and the time limit). Turns on
+    /// [`ExecutorBuilder::declared_handlers`].
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let photon = photon_runtime::Photon::builder().build().unwrap();
+    /// use std::time::Duration;
+    /// let executor = photon
+    ///     .executor()
+    ///     .layer_declared("mailer", tower::timeout::TimeoutLayer::new(Duration::from_secs(5)));
+    /// // `start` refuses it here: this program declares no handler named "mailer".
+    /// assert!(executor.start().is_err());
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// None here; [`ExecutorBuilder::start`] refuses a name no `#[subscribe]` handler has,
+    /// a name given twice, and middleware on a batch handler
+    /// ([`PhotonError::InvalidInput`] naming it).
+    pub fn layer_declared<L>(mut self, durable: impl Into<String>, layer: L) -> Self
+    where
+        L: Layer<HandlerService> + Send + Sync + 'static,
+        L::Service: Service<HandlerRequest, Response = ()> + Clone + Send + 'static,
+        <L::Service as Service<HandlerRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<HandlerRequest>>::Future: Send + 'static,
+    {
+        self.declared = true;
+        self.declared_layers
+            .push((durable.into(), service::layer_fn(layer)));
+        self
+    }
+
+    /// Puts each middleware of [`ExecutorBuilder::layer_declared`] on its declared handler.
+    fn attach_declared_layers(&mut self, declared: &mut [Registration]) -> Result<()> {
+        for (durable, layer) in std::mem::take(&mut self.declared_layers) {
+            let named =
+                |registration: &&mut Registration| registration.options.durable() == durable;
+            let Some(registration) = declared.iter_mut().find(named) else {
+                return Err(PhotonError::InvalidInput(format!(
+                    "layer_declared: no #[subscribe] handler has the durable name {durable:?}"
+                )));
+            };
+            if registration.layer.is_some() {
+                return Err(PhotonError::InvalidInput(format!(
+                    "layer_declared: handler {durable:?} was given middleware twice: compose the layers into one (tower::ServiceBuilder)"
+                )));
+            }
+            if registration.handler.batch_call().is_some() {
+                return Err(PhotonError::InvalidInput(format!(
+                    "layer_declared: handler {durable:?} takes batches; middleware wraps single-event attempts"
+                )));
+            }
+            registration.layer = Some(layer);
+        }
+        Ok(())
+    }
+
     /// Starts every handler on the current tokio runtime.
     ///
     /// # Errors
@@ -490,13 +552,16 @@ impl ExecutorBuilder {
     pub fn start(mut self) -> Result<Executor> {
         self.config.validate()?;
         if self.declared {
+            let mut declared = Vec::new();
             for descriptor in inventory::iter::<HandlerDescriptor> {
-                self.registrations.push(Registration::from_descriptor(
+                declared.push(Registration::from_descriptor(
                     descriptor,
                     self.photon.store().port(),
                     &self.config.retry,
                 )?);
             }
+            self.attach_declared_layers(&mut declared)?;
+            self.registrations.extend(declared);
         }
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             PhotonError::InvalidInput("the executor must be started inside a tokio runtime".into())
