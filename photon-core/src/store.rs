@@ -169,6 +169,55 @@ impl EventStore {
         payload: Value,
         mut headers: Headers,
     ) -> Result<Appended> {
+        self.append_in_span(topic, key, move || {
+            if let Some(inject) = self.inject {
+                inject(&mut headers);
+            }
+            self.draft_with_headers(topic, key, actor, payload, headers)
+        })
+        .await
+    }
+
+    /// Appends a draft made earlier by [`EventStore::draft_for_later`] (an event published
+    /// for later, appended when it is due), in a `photon.publish` span and counted as
+    /// [`EventStore::publish_with_headers`] counts.
+    ///
+    /// # Errors
+    /// The port's.
+    pub async fn publish_draft(&self, draft: RecordDraft) -> Result<Appended> {
+        let (topic, key) = (draft.topic_name.clone(), draft.topic_key.clone());
+        self.append_in_span(&topic, key.as_deref(), move || Ok(draft))
+            .await
+    }
+
+    /// Builds the draft of an event to append later ([`EventStore::publish_draft`]): the
+    /// header injector adds its headers first (the trace context of the caller), then as
+    /// [`EventStore::draft_with_headers`].
+    ///
+    /// # Errors
+    /// As [`EventStore::draft_with_headers`].
+    pub fn draft_for_later(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        actor: Value,
+        payload: Value,
+        mut headers: Headers,
+    ) -> Result<RecordDraft> {
+        if let Some(inject) = self.inject {
+            inject(&mut headers);
+        }
+        self.draft_with_headers(topic, key, actor, payload, headers)
+    }
+
+    /// Makes a draft and appends it inside a `photon.publish` span, counting it in
+    /// `photon_published_total` or `photon_publish_errors_total`.
+    async fn append_in_span(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        draft: impl FnOnce() -> Result<RecordDraft>,
+    ) -> Result<Appended> {
         let span = tracing::debug_span!(
             "photon.publish",
             backend = self.port.label(),
@@ -179,10 +228,7 @@ impl EventStore {
             error = Empty,
         );
         let stored = async {
-            if let Some(inject) = self.inject {
-                inject(&mut headers);
-            }
-            let draft = self.draft_with_headers(topic, key, actor, payload, headers)?;
+            let draft = span.in_scope(draft)?;
             self.port.append(draft).await
         }
         .instrument(span.clone())

@@ -164,3 +164,34 @@ fn each_event_of_a_batch_counts_once() {
     ]);
     assert_eq!(metrics, expected);
 }
+
+#[test]
+fn a_delayed_event_counts_as_published_once_when_it_is_appended() {
+    let metrics = recorded(|| async {
+        let photon = Photon::builder().build().unwrap();
+        let mut reminders = photon.subscribe("reminders", None, None);
+        photon
+            .publish_after(
+                "reminders",
+                None,
+                json!(null),
+                json!("pay"),
+                Duration::from_millis(10),
+            )
+            .await
+            .unwrap();
+        let event = reminders.next().await.unwrap().unwrap();
+        assert_eq!(event.payload, json!("pay"));
+        photon.shutdown().await.unwrap();
+    });
+    // The schedule's own records (entry, mark) are no publishes.
+    let published: BTreeMap<_, _> = metrics
+        .into_iter()
+        .filter(|(series, _)| series.0 == names::PUBLISHED || series.0 == names::PUBLISH_ERRORS)
+        .collect();
+    let reminders = &[("backend", "mem"), ("topic", "reminders")];
+    assert_eq!(
+        published,
+        BTreeMap::from([(series(names::PUBLISHED, reminders), DebugValue::Counter(1))])
+    );
+}

@@ -98,7 +98,7 @@ impl Photon {
         at: DateTime<Utc>,
     ) -> Result<Scheduled> {
         let store = self.store();
-        let event = store.draft_with_headers(topic, key, actor, payload, headers)?;
+        let event = store.draft_for_later(topic, key, actor, payload, headers)?;
         let envelope_id = event.envelope_id.clone();
         let due_ms = due_ms(at);
         let entry = ScheduleEntry::Due {
@@ -149,8 +149,8 @@ impl Photon {
     pub fn start_scheduler(&self) -> Result<()> {
         let mut slot = self.scheduler_slot();
         if slot.is_none() {
-            let port = self.store().port().clone();
-            *slot = Some(SchedulerTask::start(port, self.scheduler_config())?);
+            let store = self.store().clone();
+            *slot = Some(SchedulerTask::start(store, self.scheduler_config())?);
         }
         Ok(())
     }

@@ -24,8 +24,8 @@ use futures::StreamExt;
 use photon_core::group::{GroupOptions, DEFAULT_HEARTBEAT};
 use photon_core::port::{Acknowledge, Delivery};
 use photon_core::{
-    GroupCoordination, GroupMembership, GroupRequest, PhotonError, RecordDraft, Result, StartAt,
-    StoragePort,
+    EventStore, GroupCoordination, GroupMembership, GroupRequest, PhotonError, RecordDraft, Result,
+    StartAt, StoragePort,
 };
 
 use super::entry::ScheduleEntry;
@@ -48,11 +48,12 @@ pub(crate) struct SchedulerTask {
 }
 
 impl SchedulerTask {
-    /// Joins the scheduler group on `port` and starts reading the schedule.
+    /// Joins the scheduler group on the store's port and starts reading the schedule.
     ///
     /// # Errors
     /// [`PhotonError::Unsupported`] on a port without the group lease protocol.
-    pub(crate) fn start(port: Arc<dyn StoragePort>, config: &SchedulerConfig) -> Result<Self> {
+    pub(crate) fn start(store: EventStore, config: &SchedulerConfig) -> Result<Self> {
+        let port = store.port().clone();
         let Some(coordination) = port.group_coordination() else {
             return Err(port.unsupported("delayed delivery (the scheduler needs consumer groups)"));
         };
@@ -84,6 +85,7 @@ impl SchedulerTask {
         );
         let switch = StopSwitch::new();
         let scheduler = Scheduler {
+            store,
             port,
             coordination,
             topic: config.topic.clone(),
@@ -122,6 +124,9 @@ struct Retry {
 }
 
 struct Scheduler {
+    /// Appends due events as publishes (span, metrics).
+    store: EventStore,
+    /// Reads the schedule and writes its marks.
     port: Arc<dyn StoragePort>,
     coordination: Arc<dyn GroupCoordination>,
     topic: String,
@@ -265,7 +270,7 @@ impl Scheduler {
                 self.waiting.remove(&id);
                 continue;
             }
-            if let Err(err) = self.port.append(waiting.draft.clone()).await {
+            if let Err(err) = self.store.publish_draft(waiting.draft.clone()).await {
                 self.failed(&err, now);
                 self.queue.push(Reverse((due_ms, seq, id)));
                 return;
