@@ -167,18 +167,15 @@ impl EventStore {
         key: Option<&str>,
         actor: Value,
         payload: Value,
-        mut headers: Headers,
+        headers: Headers,
     ) -> Result<Appended> {
         self.append_in_span(topic, key, move || {
-            if let Some(inject) = self.inject {
-                inject(&mut headers);
-            }
-            self.draft_with_headers(topic, key, actor, payload, headers)
+            self.draft_injected(topic, key, actor, payload, headers)
         })
         .await
     }
 
-    /// Appends a draft made earlier by [`EventStore::draft_for_later`] (an event published
+    /// Appends a draft made earlier by [`EventStore::draft_injected`] (an event published
     /// for later, appended when it is due), in a `photon.publish` span and counted as
     /// [`EventStore::publish_with_headers`] counts.
     ///
@@ -190,13 +187,14 @@ impl EventStore {
             .await
     }
 
-    /// Builds the draft of an event to append later ([`EventStore::publish_draft`]): the
+    /// Builds the draft of a publish as [`EventStore::publish_with_headers`] does: the
     /// header injector adds its headers first (the trace context of the caller), then as
-    /// [`EventStore::draft_with_headers`].
+    /// [`EventStore::draft_with_headers`]. What an event published for later is stored as
+    /// until [`EventStore::publish_draft`] appends it.
     ///
     /// # Errors
     /// As [`EventStore::draft_with_headers`].
-    pub fn draft_for_later(
+    pub fn draft_injected(
         &self,
         topic: &str,
         key: Option<&str>,

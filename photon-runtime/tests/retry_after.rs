@@ -59,6 +59,28 @@ async fn next(seen: &mut mpsc::UnboundedReceiver<Seen>) -> Seen {
         .unwrap()
 }
 
+/// Starts a handler of `options` answering as [`asking_again`] does, publishes events 0
+/// and 1 of one key, and returns the executor and the first three attempts.
+async fn three_attempts(
+    photon: &Photon,
+    options: HandlerOptions,
+    delay: Duration,
+) -> (photon_runtime::Executor, [Seen; 3]) {
+    let (sender, mut seen) = mpsc::unbounded_channel();
+    let executor = photon
+        .executor()
+        .handler_with(options, asking_again(sender, delay, false))
+        .start()
+        .unwrap();
+    publish_two(photon).await;
+    let attempts = [
+        next(&mut seen).await,
+        next(&mut seen).await,
+        next(&mut seen).await,
+    ];
+    (executor, attempts)
+}
+
 async fn publish_two(photon: &Photon) {
     for n in 0..2 {
         photon
@@ -71,22 +93,9 @@ async fn publish_two(photon: &Photon) {
 #[tokio::test]
 async fn in_place_the_key_waits_and_keeps_its_order() {
     let photon = Photon::builder().build().unwrap();
-    let (sender, mut seen) = mpsc::unbounded_channel();
     let delay = Duration::from_millis(200);
-    let executor = photon
-        .executor()
-        .handler_with(
-            HandlerOptions::new("mailer", "emails"),
-            asking_again(sender, delay, false),
-        )
-        .start()
-        .unwrap();
-    publish_two(&photon).await;
-    let attempts = [
-        next(&mut seen).await,
-        next(&mut seen).await,
-        next(&mut seen).await,
-    ];
+    let options = HandlerOptions::new("mailer", "emails");
+    let (executor, attempts) = three_attempts(&photon, options, delay).await;
     let order: Vec<(i64, u32)> = attempts.iter().map(|s| (s.n, s.attempt)).collect();
     assert_eq!(
         order,
@@ -111,22 +120,9 @@ async fn in_place_the_key_waits_and_keeps_its_order() {
 #[tokio::test]
 async fn requeued_the_key_goes_on_and_the_event_comes_back_from_the_retry_topic() {
     let photon = Photon::builder().build().unwrap();
-    let (sender, mut seen) = mpsc::unbounded_channel();
     let delay = Duration::from_millis(300);
-    let executor = photon
-        .executor()
-        .handler_with(
-            HandlerOptions::new("mailer", "emails").requeue_retries(),
-            asking_again(sender, delay, false),
-        )
-        .start()
-        .unwrap();
-    publish_two(&photon).await;
-    let attempts = [
-        next(&mut seen).await,
-        next(&mut seen).await,
-        next(&mut seen).await,
-    ];
+    let options = HandlerOptions::new("mailer", "emails").requeue_retries();
+    let (executor, attempts) = three_attempts(&photon, options, delay).await;
     let order: Vec<(i64, u32, &str)> = attempts
         .iter()
         .map(|s| (s.n, s.attempt, s.topic.as_str()))

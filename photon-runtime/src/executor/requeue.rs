@@ -160,8 +160,10 @@ pub(crate) async fn requeue(
     headers
         .entry(REQUEUED_FROM_HEADER.to_owned())
         .or_insert_with(|| format!("{}/{}/{}", event.topic_name, event.seq, event.event_id));
-    let delay = chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
-    let at = photon.scheduler_config().clock.now() + delay;
+    let at =
+        crate::schedule::due_after(&photon.scheduler_config().clock, after).ok_or_else(|| {
+            PhotonError::InvalidInput(format!("Retry::after({after:?}): too long to be a time"))
+        })?;
     photon
         .publish_at_with_headers(
             &topic,

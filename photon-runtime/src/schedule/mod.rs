@@ -46,6 +46,7 @@ use photon_core::group::DEFAULT_LEASE;
 use photon_core::{validate_topic_name, PhotonError, Result};
 
 pub use clock::Clock;
+pub(crate) use publish::due_after;
 pub(crate) use scheduler::SchedulerTask;
 
 /// The default schedule topic.

@@ -11,6 +11,12 @@ use super::entry::{due_ms, ScheduleEntry};
 use super::{Scheduled, SchedulerTask};
 use crate::Photon;
 
+/// `delay` from now by `clock`, unless that is past the last time there is.
+pub(crate) fn due_after(clock: &super::Clock, delay: Duration) -> Option<DateTime<Utc>> {
+    let delay = chrono::Duration::from_std(delay).ok()?;
+    clock.now().checked_add_signed(delay)
+}
+
 impl Photon {
     /// Publishes an event that subscribers see `delay` from now (by the scheduler's
     /// [`Clock`](super::Clock)) and not before; see [`crate::schedule`] for what is
@@ -46,12 +52,11 @@ impl Photon {
         payload: Value,
         delay: Duration,
     ) -> Result<Scheduled> {
-        let delay = chrono::Duration::from_std(delay).map_err(|_| {
+        let at = due_after(&self.scheduler_config().clock, delay).ok_or_else(|| {
             PhotonError::InvalidInput(format!(
                 "delay {delay:?} for topic {topic:?}: too long to be a time"
             ))
         })?;
-        let at = self.scheduler_config().clock.now() + delay;
         self.publish_at_with_headers(topic, key, actor, payload, Headers::new(), at)
             .await
     }
@@ -98,7 +103,7 @@ impl Photon {
         at: DateTime<Utc>,
     ) -> Result<Scheduled> {
         let store = self.store();
-        let event = store.draft_for_later(topic, key, actor, payload, headers)?;
+        let event = store.draft_injected(topic, key, actor, payload, headers)?;
         let envelope_id = event.envelope_id.clone();
         let due_ms = due_ms(at);
         let entry = ScheduleEntry::Due {
