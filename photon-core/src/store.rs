@@ -225,12 +225,10 @@ impl EventStore {
             event_id = Empty,
             error = Empty,
         );
-        let stored = async {
-            let draft = span.in_scope(draft)?;
-            self.port.append(draft).await
-        }
-        .instrument(span.clone())
-        .await;
+        // Made inside the instrumented future, so the span is entered once for both.
+        let stored = async { self.port.append(draft()?).await }
+            .instrument(span.clone())
+            .await;
         match &stored {
             Ok(appended) => {
                 span.record("seq", appended.seq);

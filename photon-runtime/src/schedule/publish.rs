@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use photon_core::{Body, Headers, PhotonError, Result};
+use photon_core::{Headers, PhotonError, Result};
 use serde_json::Value;
 
 use super::entry::{due_ms, ScheduleEntry};
@@ -112,10 +112,7 @@ impl Photon {
         }
         .draft(&self.scheduler_config().topic)?;
         let limit = store.port().capabilities().max_payload_bytes;
-        let size = match &entry.body {
-            Body::Plain { payload, .. } => payload.to_string().len(),
-            Body::Sealed(_) => 0,
-        };
+        let size = photon_core::event::body_len(&entry.body);
         if size > limit {
             return Err(PhotonError::PayloadTooLarge {
                 topic: topic.to_owned(),

@@ -263,24 +263,22 @@ impl Scheduler {
                 break;
             }
             self.queue.pop();
-            let Some(waiting) = self.waiting.get(&id) else {
+            // Gone: appended, or read again under a later lease (a second queue item).
+            let Some(waiting) = self.waiting.remove(&id) else {
                 continue;
             };
             if !waiting.ack.current() {
-                self.waiting.remove(&id);
                 continue;
             }
             if let Err(err) = self.store.publish_draft(waiting.draft.clone()).await {
                 self.failed(&err, now);
+                self.waiting.insert(id.clone(), waiting);
                 self.queue.push(Reverse((due_ms, seq, id)));
                 return;
             }
             self.retry = None;
-            let Some(appended) = self.waiting.remove(&id) else {
-                continue;
-            };
             self.mark_done(id).await;
-            acknowledge(appended.ack.as_ref(), &self.topic).await;
+            acknowledge(waiting.ack.as_ref(), &self.topic).await;
         }
     }
 
