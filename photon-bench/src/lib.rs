@@ -12,6 +12,7 @@ pub mod measure;
 pub mod provenance;
 pub mod report;
 pub mod scenarios;
+pub mod telemetry;
 
 pub use latency::Latencies;
 pub use measure::BenchOptions;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use photon_bench::scenarios::{self, ADAPTERS};
+use photon_bench::telemetry::{self, Telemetry};
 use photon_bench::{chart, BenchOptions, Provenance, Report, RunOptions};
 use photon_runtime::ExecutorConfig;
 
@@ -45,6 +46,10 @@ struct Args {
     /// first rebalance (a few heartbeats) are a small part of each measurement.
     #[arg(long, default_value_t = BenchOptions::default().group_events)]
     group_events: usize,
+    /// What the telemetry rows (`end_to_end_telemetry`, `executor_telemetry`) turn on
+    /// beside the same work with telemetry off.
+    #[arg(long, value_enum, default_value_t)]
+    telemetry: Telemetry,
     /// Where the JSON report goes; the charts go beside it (default:
     /// `photon-bench/report/report.json`, or `groups.json` with `--groups`).
     #[arg(long)]
@@ -76,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(Command::Chart { from, to }) = &args.command {
         return redraw(from, to.as_deref());
     }
+    telemetry::choose(args.telemetry)?;
     let options = BenchOptions {
         events: args.events.max(1),
         publishers: args.publishers.max(1),
@@ -100,6 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         .to_owned(),
         executor_parallelism: ExecutorConfig::from_env()?.parallelism,
+        telemetry: args.telemetry.name().to_owned(),
         sizes: options,
     }));
     for adapter in &adapters {

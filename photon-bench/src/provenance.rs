@@ -63,6 +63,10 @@ pub struct RunOptions {
     pub profile: String,
     /// Handler executor parallelism (`PHOTON_EXECUTOR_PARALLELISM`).
     pub executor_parallelism: usize,
+    /// What the telemetry rows turned on (`--telemetry`; empty in reports that predate
+    /// them).
+    #[serde(default)]
+    pub telemetry: String,
     /// Sizes of the run.
     #[serde(flatten)]
     pub sizes: BenchOptions,

@@ -125,6 +125,8 @@ pub enum BaselineKind {
     /// The executor's single-event handler on the same store, handling the same events
     /// (batch handler rows).
     SingleHandler,
+    /// Photon doing the same work with its spans and metrics off (telemetry rows).
+    TelemetryOff,
 }
 
 impl BaselineKind {
@@ -135,6 +137,7 @@ impl BaselineKind {
             Self::Durable => "durable subscription",
             Self::WholeTopic => "whole-topic subscription",
             Self::SingleHandler => "single-event handler",
+            Self::TelemetryOff => "telemetry off",
         }
     }
 
@@ -144,6 +147,7 @@ impl BaselineKind {
             Self::Durable => "durable",
             Self::WholeTopic => "whole topic",
             Self::SingleHandler => "single",
+            Self::TelemetryOff => "no telemetry",
         }
     }
 }
@@ -279,6 +283,7 @@ mod tests {
                 adapters: vec!["mem".into(), "nats".into()],
                 profile: "release".into(),
                 executor_parallelism: 8,
+                telemetry: "info".into(),
                 sizes: BenchOptions::default(),
             },
         }

@@ -30,6 +30,8 @@ const DURABLE: RGBColor = RGBColor(0x27, 0xae, 0x60);
 const WHOLE_TOPIC: RGBColor = RGBColor(0x7f, 0x8c, 0x8d);
 /// Single-event handler baselines (batch handler rows).
 const SINGLE_HANDLER: RGBColor = RGBColor(0x8e, 0x44, 0xad);
+/// Telemetry-off baselines (telemetry rows).
+const TELEMETRY_OFF: RGBColor = RGBColor(0x34, 0x49, 0x5e);
 /// One color per adapter where a chart shows several.
 const ADAPTER_COLORS: [RGBColor; 6] = [
     RGBColor(0x2b, 0x6c, 0xb0),
@@ -166,6 +168,7 @@ fn baseline_color(kind: BaselineKind) -> RGBColor {
         BaselineKind::Durable => DURABLE,
         BaselineKind::WholeTopic => WHOLE_TOPIC,
         BaselineKind::SingleHandler => SINGLE_HANDLER,
+        BaselineKind::TelemetryOff => TELEMETRY_OFF,
     }
 }
 

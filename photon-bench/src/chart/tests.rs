@@ -12,6 +12,7 @@ fn empty_report() -> Report {
         adapters: vec!["mem".into()],
         profile: "debug".into(),
         executor_parallelism: 8,
+        telemetry: "info".into(),
         sizes: BenchOptions::default(),
     }))
 }

@@ -85,6 +85,8 @@ where
         BaselineKind::Raw,
         BaselineKind::Durable,
         BaselineKind::WholeTopic,
+        BaselineKind::SingleHandler,
+        BaselineKind::TelemetryOff,
     ] {
         let of_kind: Vec<(usize, &&ThroughputRow)> = rows
             .iter()

@@ -54,11 +54,40 @@ pub async fn run(options: &BenchOptions) -> Result<AdapterFigures> {
         streaming,
         run,
     };
-    let figures = measure(&photon, &raw, options).await;
+    let figures = async {
+        let mut figures = measure(&photon, &raw, options).await?;
+        if !options.publish_only {
+            let sharded = keyed_replay_sharded(&endpoint, &raw.run, options).await?;
+            figures.throughput.push(sharded);
+        }
+        Ok(figures)
+    }
+    .await;
     raw.delete_topics().await;
     let mut figures = figures?;
     figures.server_version = Some(raw.fluvio.platform_version().to_string());
     Ok(figures)
+}
+
+/// Shards of the port that [`keyed_replay_sharded`] measures: four of the 64 keys per shard.
+const KEYED_REPLAY_SHARDS: u32 = 16;
+
+/// The keyed replay row again on a port whose topics have [`KEYED_REPLAY_SHARDS`] shards:
+/// a keyed subscription reads only its key's shard, so it skips the records of 3 keys
+/// instead of 63.
+async fn keyed_replay_sharded(
+    endpoint: &str,
+    run: &str,
+    options: &BenchOptions,
+) -> Result<ThroughputRow> {
+    let port = FluvioStoragePortBuilder::new()
+        .endpoint(endpoint.to_owned())
+        .prefix(format!("bench{run}s"))
+        .shards(KEYED_REPLAY_SHARDS)
+        .build()
+        .await?;
+    let photon = PhotonSide::new(Arc::new(port), "bench")?;
+    super::keyed_replay_row("fluvio", "keyed_replay_16_shards", &photon, options).await
 }
 
 /// `PHOTON_FLUVIO_ENDPOINT`, or the local cluster's default.
@@ -345,6 +374,8 @@ impl RawSide {
         let ours = [
             format!("benchraw-{}-", self.run),
             format!("bench{}-", self.run),
+            // The sharded port of `keyed_replay_sharded`.
+            format!("bench{}s-", self.run),
         ];
         for topic in topics {
             if ours

@@ -106,7 +106,8 @@ fn no_batches() -> photon_core::PhotonError {
 /// batch handler beside its single-event handler, and the replay
 /// of one key of 64 beside the replay of the whole topic (what a keyed subscription pays
 /// for the other keys' records), and the round trips of the subscription and of the
-/// executor (publish -> handler start) beside the raw client's; each over `options.rounds` rounds, the sides taking turns
+/// executor (publish -> handler start) beside the raw client's, and end to end and the
+/// executor with spans and metrics on beside the same with them off; each over `options.rounds` rounds, the sides taking turns
 /// at going first.
 ///
 /// # Errors
@@ -229,16 +230,32 @@ pub(crate) async fn compare(
     figures.throughput.push(row.await?);
 
     let row = paired_row(
-        (adapter, "keyed_replay", options),
-        side("keyed", |r| {
-            photon.replay_rate(options, r, Some("k0")).boxed_local()
+        (adapter, "end_to_end_telemetry", options),
+        side("on", |r| {
+            with_telemetry(photon.end_to_end_rate(options, r, Sealing::Plain)).boxed_local()
         }),
-        BaselineKind::WholeTopic,
-        side("whole", |r| {
-            photon.replay_rate(options, r, None).boxed_local()
+        BaselineKind::TelemetryOff,
+        side("off", |r| {
+            photon
+                .end_to_end_rate(options, r, Sealing::Plain)
+                .boxed_local()
         }),
     );
     figures.throughput.push(row.await?);
+
+    let row = paired_row(
+        (adapter, "executor_telemetry", options),
+        side("on", |r| {
+            with_telemetry(photon.executor_rate(options, r)).boxed_local()
+        }),
+        BaselineKind::TelemetryOff,
+        side("off", |r| photon.executor_rate(options, r).boxed_local()),
+    );
+    figures.throughput.push(row.await?);
+
+    figures
+        .throughput
+        .push(keyed_replay_row(adapter, "keyed_replay", photon, options).await?);
 
     let [plain, sealed, raw_latencies] = in_turns(
         "round trip",
@@ -278,6 +295,40 @@ pub(crate) async fn compare(
         });
     }
     Ok(figures)
+}
+
+/// The replay of one key of 64 beside the replay of the whole topic, as the row `metric`.
+///
+/// # Errors
+/// The first error of either side.
+async fn keyed_replay_row(
+    adapter: &str,
+    metric: &str,
+    photon: &PhotonSide,
+    options: &BenchOptions,
+) -> Result<ThroughputRow> {
+    paired_row(
+        (adapter, metric, options),
+        side("keyed", |r| {
+            photon.replay_rate(options, r, Some("k0")).boxed_local()
+        }),
+        BaselineKind::WholeTopic,
+        side("whole", |r| {
+            photon.replay_rate(options, r, None).boxed_local()
+        }),
+    )
+    .await
+}
+
+/// `measure` with Photon's spans and metrics on ([`crate::telemetry`]); off again after.
+///
+/// # Errors
+/// `measure`'s error, or the switch's.
+async fn with_telemetry<T>(measure: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    crate::telemetry::set(true)?;
+    let measured = measure.await;
+    crate::telemetry::set(false)?;
+    measured
 }
 
 /// The row `metric` of `adapter`: Photon's side beside `baseline`, in turns over
