@@ -18,8 +18,12 @@ use crate::port::FluvioStoragePort;
 use crate::stream_shard::seq_of;
 use crate::topic::{fluvio_topic_name, is_not_found, retry_not_found};
 
-/// Largest fetch: covers the largest batch the port writes (2 MB) with room to spare.
-pub(crate) const MAX_FETCH_BYTES: i32 = 8 * 1024 * 1024;
+/// Largest fetch: covers the largest batch the port writes (2 MB), and no more. The client
+/// reads each connection into a buffer that keeps the size of the largest response it
+/// held, and zeroes all of it before every socket read: with 8 MiB fetches, every read on
+/// a connection that once replayed a backlog cost about 1 ms of CPU (a live subscriber's
+/// round trip measured 1.3 ms of CPU against the raw client's 0.2 ms).
+pub(crate) const MAX_FETCH_BYTES: i32 = 2_560 * 1024;
 
 /// How long a bounded read may take.
 pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(30);

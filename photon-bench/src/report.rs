@@ -359,6 +359,7 @@ mod tests {
                 "server_versions": { "nats": "2.10.22" },
                 "options": {
                     "scenario": "compare",
+                    "telemetry": "info",
                     "adapters": ["mem", "nats"],
                     "profile": "release",
                     "executor_parallelism": 8,

@@ -83,6 +83,8 @@ static METRICS_ON: AtomicBool = AtomicBool::new(false);
 
 struct Switch {
     spans: reload::Handle<Targets, Registry>,
+    #[cfg(test)]
+    metrics: metrics_exporter_prometheus::PrometheusHandle,
 }
 
 /// Turns Photon's spans and metrics on or off for what runs next in this process. The
@@ -127,11 +129,17 @@ fn install() -> Result<Switch> {
         PhotonError::InvalidInput(format!("cannot install the bench's recorder: {e}"))
     })?;
     photon_core::metrics::describe();
+    #[cfg(test)]
+    let metrics = handle.clone();
     std::thread::spawn(move || loop {
         std::thread::sleep(UPKEEP);
         handle.run_upkeep();
     });
-    Ok(Switch { spans })
+    Ok(Switch {
+        spans,
+        #[cfg(test)]
+        metrics,
+    })
 }
 
 /// The Prometheus recorder while metrics are on, no-op handles while they are off.
@@ -172,5 +180,53 @@ impl Recorder for Switched {
         } else {
             Histogram::noop()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use photon_core::mem::MemStoragePort;
+    use photon_runtime::Photon;
+
+    fn published(rendered: &str, topic: &str) -> Option<f64> {
+        rendered
+            .lines()
+            .find(|line| {
+                line.starts_with("photon_published_total{")
+                    && line.contains(&format!("topic=\"{topic}\""))
+            })
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|value| value.parse().ok())
+    }
+
+    #[tokio::test]
+    async fn metrics_are_recorded_only_while_on() {
+        let photon = Photon::builder()
+            .storage_port(MemStoragePort::new())
+            .build()
+            .unwrap();
+        let payload = serde_json::json!({});
+        set(true).unwrap();
+        for _ in 0..3 {
+            photon
+                .publish("on", None, payload.clone(), payload.clone())
+                .await
+                .unwrap();
+        }
+        set(false).unwrap();
+        for _ in 0..2 {
+            photon
+                .publish("on", None, payload.clone(), payload.clone())
+                .await
+                .unwrap();
+            photon
+                .publish("off", None, payload.clone(), payload.clone())
+                .await
+                .unwrap();
+        }
+        let rendered = SWITCH.get().unwrap().metrics.render();
+        assert_eq!(published(&rendered, "on"), Some(3.0));
+        assert_eq!(published(&rendered, "off"), None);
     }
 }

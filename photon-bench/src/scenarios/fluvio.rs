@@ -355,7 +355,7 @@ impl RawSide {
             .topic(self.topic(measurement))
             .partition(0)
             .offset_start(start)
-            .max_bytes(8 * 1024 * 1024)
+            .max_bytes(2_560 * 1024) // as the port
             .build()
             .map_err(|e| raw_error("consumer config", e))?;
         self.streaming
