@@ -106,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         .to_owned(),
         executor_parallelism: ExecutorConfig::from_env()?.parallelism,
-        telemetry: args.telemetry.name().to_owned(),
+        telemetry: args.telemetry.name(),
         sizes: options,
     }));
     for adapter in &adapters {

@@ -52,14 +52,11 @@ impl Telemetry {
         }
     }
 
-    /// The name `--telemetry` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Info => "info",
-            Self::Debug => "debug",
-            Self::Spans => "spans",
-            Self::Metrics => "metrics",
-        }
+    /// The name `--telemetry` takes (clap's, so that the two cannot differ).
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|value| value.get_name().to_owned())
+            .unwrap_or_default()
     }
 
     fn metrics(self) -> bool {
@@ -188,6 +185,20 @@ mod tests {
     use super::*;
     use photon_core::mem::MemStoragePort;
     use photon_runtime::Photon;
+
+    #[test]
+    fn names_are_the_flag_values() {
+        let names: Vec<String> = [
+            Telemetry::Info,
+            Telemetry::Debug,
+            Telemetry::Spans,
+            Telemetry::Metrics,
+        ]
+        .into_iter()
+        .map(Telemetry::name)
+        .collect();
+        assert_eq!(names, ["info", "debug", "spans", "metrics"]);
+    }
 
     fn published(rendered: &str, topic: &str) -> Option<f64> {
         rendered
