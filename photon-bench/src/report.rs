@@ -127,6 +127,9 @@ pub enum BaselineKind {
     SingleHandler,
     /// Photon doing the same work with its spans and metrics off (telemetry rows).
     TelemetryOff,
+    /// Photon publishing the same events at once instead of through the scheduler
+    /// (delayed rows).
+    AtOnce,
 }
 
 impl BaselineKind {
@@ -138,6 +141,7 @@ impl BaselineKind {
             Self::WholeTopic => "whole-topic subscription",
             Self::SingleHandler => "single-event handler",
             Self::TelemetryOff => "telemetry off",
+            Self::AtOnce => "published at once",
         }
     }
 
@@ -148,6 +152,7 @@ impl BaselineKind {
             Self::WholeTopic => "whole topic",
             Self::SingleHandler => "single",
             Self::TelemetryOff => "no telemetry",
+            Self::AtOnce => "at once",
         }
     }
 }
@@ -241,8 +246,9 @@ impl ThroughputRow {
 pub struct LatencyRow {
     /// Adapter label.
     pub adapter: String,
-    /// `latency` (plaintext), `latency_sealed` (with a transport key) or
-    /// `latency_executor` (publish -> handler start through the executor, plaintext).
+    /// `latency` (plaintext), `latency_sealed` (with a transport key),
+    /// `latency_executor` (publish -> handler start through the executor, plaintext) or
+    /// `latency_delayed` (an event due at once, through the scheduler, plaintext).
     pub metric: String,
     /// Photon's round trips.
     pub photon: LatencyFigure,

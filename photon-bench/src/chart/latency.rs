@@ -8,8 +8,8 @@ use plotters::prelude::*;
 
 use super::axis::PointsAxis;
 use super::{
-    adapters_in_order, draw_legend, per_adapter_panels, DrawResult, FONT, PHOTON, PHOTON_EXECUTOR,
-    PHOTON_SEALED, RAW,
+    adapters_in_order, draw_legend, per_adapter_panels, DrawResult, FONT, PHOTON, PHOTON_DELAYED,
+    PHOTON_EXECUTOR, PHOTON_SEALED, RAW,
 };
 use crate::latency::LatencyFigure;
 use crate::report::{LatencyRow, Report};
@@ -42,6 +42,7 @@ fn series_of<'a>(rows: &[&'a LatencyRow]) -> Vec<(&'static str, RGBColor, &'a La
         let (title, color) = match row.metric.as_str() {
             "latency_sealed" => ("Photon sealed", PHOTON_SEALED),
             "latency_executor" => ("Photon executor", PHOTON_EXECUTOR),
+            "latency_delayed" => ("Photon due at once (scheduler)", PHOTON_DELAYED),
             _ => ("Photon", PHOTON),
         };
         series.push((title, color, &row.photon));

@@ -32,6 +32,10 @@ const WHOLE_TOPIC: RGBColor = RGBColor(0x7f, 0x8c, 0x8d);
 const SINGLE_HANDLER: RGBColor = RGBColor(0x8e, 0x44, 0xad);
 /// Telemetry-off baselines (telemetry rows).
 const TELEMETRY_OFF: RGBColor = RGBColor(0x34, 0x49, 0x5e);
+/// Publishing at once, the baseline of the delayed rows.
+const AT_ONCE: RGBColor = RGBColor(0xd3, 0x54, 0x00);
+/// Photon's round trips through the scheduler.
+const PHOTON_DELAYED: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
 /// One color per adapter where a chart shows several.
 const ADAPTER_COLORS: [RGBColor; 6] = [
     RGBColor(0x2b, 0x6c, 0xb0),
@@ -169,6 +173,7 @@ fn baseline_color(kind: BaselineKind) -> RGBColor {
         BaselineKind::WholeTopic => WHOLE_TOPIC,
         BaselineKind::SingleHandler => SINGLE_HANDLER,
         BaselineKind::TelemetryOff => TELEMETRY_OFF,
+        BaselineKind::AtOnce => AT_ONCE,
     }
 }
 

@@ -87,6 +87,7 @@ where
         BaselineKind::WholeTopic,
         BaselineKind::SingleHandler,
         BaselineKind::TelemetryOff,
+        BaselineKind::AtOnce,
     ] {
         let of_kind: Vec<(usize, &&ThroughputRow)> = rows
             .iter()

@@ -2,6 +2,7 @@
 //! ([`PhotonSide`]) beside the raw client doing the same work, in the same run, in rounds
 //! in which the sides take turns at going first.
 
+mod delayed;
 mod executor;
 pub mod fluvio;
 pub mod groups;
@@ -12,8 +13,9 @@ pub mod postgres;
 pub mod sqlite;
 mod turns;
 
+pub use delayed::DELAYED_SHARE;
 pub use executor::{HandlerKind, EXECUTOR_KEYS};
-pub use photon_side::{PhotonSide, Sealing};
+pub use photon_side::{PhotonSide, Publishing, Sealing};
 
 use futures::FutureExt;
 use photon_core::Result;
@@ -107,8 +109,10 @@ fn no_batches() -> photon_core::PhotonError {
 /// of one key of 64 beside the replay of the whole topic (what a keyed subscription pays
 /// for the other keys' records), and the round trips of the subscription and of the
 /// executor (publish -> handler start) beside the raw client's, and end to end and the
-/// executor with spans and metrics on beside the same with them off; each over `options.rounds` rounds, the sides taking turns
-/// at going first.
+/// executor with spans and metrics on beside the same with them off, and events due at once
+/// through the scheduler beside the same published at once (end to end, and their round
+/// trips beside the raw client's); each over `options.rounds` rounds, the sides taking
+/// turns at going first.
 ///
 /// # Errors
 /// The first error of any side.
@@ -282,10 +286,36 @@ pub(crate) async fn compare(
         })],
     )
     .await?;
+    // Last: the scheduler these start keeps running in the process afterwards.
+    let row = paired_row(
+        (adapter, "end_to_end_delayed", options),
+        side("delayed", |r| {
+            photon
+                .delayed_end_to_end_rate(options, r, Publishing::DueNow)
+                .boxed_local()
+        }),
+        BaselineKind::AtOnce,
+        side("at once", |r| {
+            photon
+                .delayed_end_to_end_rate(options, r, Publishing::Each)
+                .boxed_local()
+        }),
+    );
+    figures.throughput.push(row.await?);
+    let [delayed] = in_turns(
+        "delayed round trip",
+        rounds,
+        events,
+        [side("delayed", |r| {
+            photon.delayed_latency(options, r).boxed_local()
+        })],
+    )
+    .await?;
     for (metric, rounds) in [
         ("latency", plain),
         ("latency_sealed", sealed),
         ("latency_executor", executor),
+        ("latency_delayed", delayed),
     ] {
         figures.latency.push(LatencyRow {
             adapter: adapter.to_owned(),

@@ -10,6 +10,7 @@ use photon_core::{BatchEvent, PhotonError, Result, StartAt, StoragePort, Transpo
 use photon_runtime::Photon;
 use serde_json::json;
 
+use super::delayed::publish_due_now;
 use crate::latency::Latencies;
 use crate::measure::{per_second, BenchOptions};
 
@@ -28,6 +29,9 @@ pub enum Publishing {
     Each,
     /// `Photon::publish_batch` calls of [`BATCH_EVENTS`] events.
     Batched,
+    /// One `Photon::publish_after` call per event with no delay: due at once, delivered
+    /// through the schedule topic and the scheduler.
+    DueNow,
 }
 
 /// Whether events are sealed with a transport key.
@@ -294,7 +298,7 @@ fn photon(port: Arc<dyn StoragePort>, crypto: TransportCrypto) -> Result<Photon>
 }
 
 /// The next event of a bench stream.
-async fn next<S, T>(stream: &mut S) -> Result<T>
+pub(crate) async fn next<S, T>(stream: &mut S) -> Result<T>
 where
     S: futures::Stream<Item = Result<T>> + Unpin,
 {
@@ -346,6 +350,11 @@ pub(crate) async fn publish_all_as(
                         photon.publish_batch(&topic, batch).await?;
                     }
                 }
+                Publishing::DueNow => {
+                    for i in 0..share {
+                        publish_due_now(&photon, &topic, Some(&key(i)), &options, i).await?;
+                    }
+                }
             }
             Ok::<_, PhotonError>(())
         }));
@@ -375,7 +384,11 @@ pub(crate) async fn durable_rate(
     keys: usize,
     publishing: Publishing,
 ) -> Result<f64> {
-    warm_up(photon, options, topic).await?;
+    match publishing {
+        // Through the scheduler too, so that its joining its group is out of the window.
+        Publishing::DueNow => publish_due_now(photon, topic, Some("warm-up"), options, 0).await?,
+        Publishing::Each | Publishing::Batched => warm_up(photon, options, topic).await?,
+    }
     let mut subscription = photon.durable("bench", topic, None);
     // The warm-up event comes first, before the timed window.
     let first = next(&mut subscription).await?;
