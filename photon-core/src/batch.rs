@@ -93,25 +93,106 @@ impl EventStore {
         events: impl IntoIterator<Item = (T, BatchEvent)>,
     ) -> Result<Vec<Appended>> {
         let events: Vec<(T, BatchEvent)> = events.into_iter().collect();
-        if events.is_empty() {
+        let topics: Vec<String> = events
+            .iter()
+            .map(|(topic, _)| topic.as_ref().to_owned())
+            .collect();
+        self.append_counted(topics, self.store_batch(events)).await
+    }
+
+    /// Appends drafts made earlier by [`EventStore::draft_injected`] (events published for
+    /// later, appended when due), then `trailing` (the caller's own records about them,
+    /// such as the scheduler's marks): with one
+    /// [`StoragePort::append_batch`](crate::StoragePort::append_batch) on a port with
+    /// capability `atomic_batches` (one transaction), otherwise with a second one for the
+    /// trailing records once every draft is stored. Either way no trailing record is
+    /// stored unless every draft was. One `photon.publish_batch` span; the drafts are
+    /// counted as [`EventStore::publish_batch`] counts its events, the trailing records
+    /// not at all. Returns one [`Appended`] per record, in order.
+    ///
+    /// # Errors
+    /// [`PhotonError::BatchTooLarge`] over [`MAX_BATCH_EVENTS`] records, before anything is
+    /// stored; the port's error (with capability `atomic_batches`, nothing was stored), or
+    /// [`PhotonError::BatchIncomplete`] holding the records stored before a failure.
+    pub async fn publish_drafts(
+        &self,
+        drafts: Vec<RecordDraft>,
+        trailing: Vec<RecordDraft>,
+    ) -> Result<Vec<Appended>> {
+        let topics: Vec<String> = drafts
+            .iter()
+            .map(|draft| draft.topic_name.clone())
+            .collect();
+        self.append_counted(topics, self.append_then(drafts, trailing))
+            .await
+    }
+
+    /// Appends `drafts`, then `trailing` once every draft is stored: with one
+    /// `append_batch` where batches are atomic, with two otherwise (a port that pipelines a
+    /// batch may store a later record of it while an earlier one fails).
+    async fn append_then(
+        &self,
+        drafts: Vec<RecordDraft>,
+        trailing: Vec<RecordDraft>,
+    ) -> Result<Vec<Appended>> {
+        let records = drafts.len() + trailing.len();
+        check_batch_len(records)?;
+        let port = self.port();
+        if trailing.is_empty() || port.capabilities().atomic_batches {
+            let mut all = drafts;
+            all.extend(trailing);
+            return port.append_batch(all).await;
+        }
+        let incomplete = |stored, error| PhotonError::batch_incomplete(stored, records, error);
+        let mut stored = match port.append_batch(drafts).await {
+            Ok(stored) => stored,
+            Err(PhotonError::BatchIncomplete { stored, source, .. }) => {
+                return Err(incomplete(stored, *source));
+            }
+            Err(error) => return Err(error),
+        };
+        match port.append_batch(trailing).await {
+            Ok(more) => {
+                stored.extend(more);
+                Ok(stored)
+            }
+            Err(PhotonError::BatchIncomplete {
+                stored: more,
+                source,
+                ..
+            }) => {
+                stored.extend(more);
+                Err(incomplete(stored, *source))
+            }
+            Err(error) => Err(incomplete(stored, error)),
+        }
+    }
+
+    /// Runs `stored`, the append of one event per topic of `topics` (and of records after
+    /// them that are not counted), in a `photon.publish_batch` span; every event counts
+    /// once, in `photon_published_total` when stored and `photon_publish_errors_total`
+    /// otherwise.
+    async fn append_counted(
+        &self,
+        topics: Vec<String>,
+        stored: impl std::future::Future<Output = Result<Vec<Appended>>>,
+    ) -> Result<Vec<Appended>> {
+        if topics.is_empty() {
             return Ok(Vec::new());
         }
         let span = tracing::debug_span!(
             "photon.publish_batch",
             backend = self.port().label(),
-            events = events.len(),
+            events = topics.len(),
             error = Empty,
         );
-        let topics: Vec<String> = events
-            .iter()
-            .map(|(topic, _)| topic.as_ref().to_owned())
-            .collect();
-        let stored = self.store_batch(events).instrument(span.clone()).await;
+        let stored = stored.instrument(span.clone()).await;
         let counted = match &stored {
             Ok(appended) => appended.len(),
             Err(PhotonError::BatchIncomplete { stored, .. }) => stored.len(),
             Err(_) => 0,
-        };
+        }
+        .min(topics.len());
         if let Err(error) = &stored {
             crate::spans::record_error(&span, "publish_batch", error);
         }
@@ -130,12 +211,7 @@ impl EventStore {
         &self,
         events: Vec<(T, BatchEvent)>,
     ) -> Result<Vec<Appended>> {
-        if events.len() > MAX_BATCH_EVENTS {
-            return Err(PhotonError::BatchTooLarge {
-                events: events.len(),
-                limit: MAX_BATCH_EVENTS,
-            });
-        }
+        check_batch_len(events.len())?;
         let drafts = events
             .into_iter()
             .enumerate()
@@ -161,6 +237,17 @@ impl EventStore {
                 source: Box::new(source),
             })
     }
+}
+
+/// [`PhotonError::BatchTooLarge`] for a batch of more than [`MAX_BATCH_EVENTS`] events.
+fn check_batch_len(events: usize) -> Result<()> {
+    if events > MAX_BATCH_EVENTS {
+        return Err(PhotonError::BatchTooLarge {
+            events,
+            limit: MAX_BATCH_EVENTS,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -338,6 +425,109 @@ mod tests {
         {
             Err(PhotonError::Storage { message, .. }) => assert_eq!(message, "append 0 refused"),
             other => panic!("expected Storage, got {other:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod trailing_tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::capabilities::StorageCapabilities;
+    use crate::mem::MemStoragePort;
+    use crate::port::{CheckpointKey, RecordStream, SubscribeRequest};
+    use crate::{StoragePort, TransportCrypto};
+
+    /// The in-process store without atomic batches (a batch is appended record by record,
+    /// as a broker's is), refusing every record of the topic `refused`.
+    struct OneByOne(MemStoragePort);
+
+    #[async_trait]
+    impl StoragePort for OneByOne {
+        fn label(&self) -> &'static str {
+            "one-by-one"
+        }
+
+        fn capabilities(&self) -> StorageCapabilities {
+            StorageCapabilities {
+                atomic_batches: false,
+                ..self.0.capabilities()
+            }
+        }
+
+        async fn append(&self, draft: RecordDraft) -> Result<Appended> {
+            if draft.topic_name == "refused" {
+                return Err(PhotonError::InvalidInput("refused by the test".into()));
+            }
+            self.0.append(draft).await
+        }
+
+        fn subscribe(&self, request: SubscribeRequest) -> RecordStream {
+            self.0.subscribe(request)
+        }
+
+        async fn head_seq(&self, topic: &str, key: Option<&str>) -> Result<Option<i64>> {
+            self.0.head_seq(topic, key).await
+        }
+
+        async fn load_checkpoint(&self, key: &CheckpointKey) -> Result<Option<i64>> {
+            self.0.load_checkpoint(key).await
+        }
+
+        async fn commit_checkpoint(&self, key: &CheckpointKey, seq: i64) -> Result<()> {
+            self.0.commit_checkpoint(key, seq).await
+        }
+    }
+
+    fn drafts(store: &EventStore, topics: &[&str]) -> Vec<RecordDraft> {
+        topics
+            .iter()
+            .enumerate()
+            .map(|(i, topic)| store.draft(topic, None, json!(null), json!(i)).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn trailing_records_follow_every_draft_or_are_not_stored() {
+        for atomic in [false, true] {
+            let port: Arc<dyn StoragePort> = if atomic {
+                Arc::new(MemStoragePort::new())
+            } else {
+                Arc::new(OneByOne(MemStoragePort::new()))
+            };
+            let store = EventStore::new(port, TransportCrypto::plaintext());
+            let stored = store
+                .publish_drafts(
+                    drafts(&store, &["a", "b", "a"]),
+                    drafts(&store, &["marks", "marks", "marks"]),
+                )
+                .await
+                .unwrap();
+            let seqs: Vec<i64> = stored.iter().map(|appended| appended.seq).collect();
+            assert_eq!(seqs, [1, 1, 2, 1, 2, 3], "one per record, in order");
+
+            if !atomic {
+                let failed = store
+                    .publish_drafts(
+                        drafts(&store, &["a", "refused", "a"]),
+                        drafts(&store, &["marks"]),
+                    )
+                    .await;
+                match failed {
+                    Err(PhotonError::BatchIncomplete { stored, events, .. }) => {
+                        assert_eq!((stored.len(), events), (1, 4));
+                    }
+                    other => panic!("expected BatchIncomplete, got {other:?}"),
+                }
+                // The mark of the stored draft is not stored either: only whole batches
+                // get their trailing records.
+                assert_eq!(store.port().head_seq("marks", None).await.unwrap(), Some(3));
+                assert_eq!(store.port().head_seq("a", None).await.unwrap(), Some(3));
+            }
         }
     }
 }

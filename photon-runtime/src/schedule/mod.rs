@@ -22,11 +22,14 @@
 //!   published for later and an event published at once are ordered by when each is
 //!   appended: the delayed one lands after every event of its key published before its due
 //!   time.
-//! - **Once.** An event is appended once, except when the scheduler's process dies between
-//!   appending it and recording that (a window of one append): the next scheduler appends
-//!   it again. NATS drops that repeat (same `Nats-Msg-Id` within the stream's duplicate
-//!   window) and Fluvio's readers drop it (same envelope id within
-//!   `DEDUP_WINDOW` records); on mem, SQLite and PostgreSQL it is delivered twice.
+//! - **Once.** An event is appended once. The scheduler appends due events in batches of
+//!   up to [`APPEND_BATCH`], each with a mark that its entry was appended. On mem, SQLite
+//!   and PostgreSQL (atomic batches) the events and their marks are stored in one
+//!   transaction, so no event is appended twice. On NATS and Fluvio the marks follow the
+//!   events: when the scheduler's process dies in between, the next scheduler appends
+//!   those events again, and NATS drops the repeats (same `Nats-Msg-Id` within the
+//!   stream's duplicate window) as Fluvio's readers do (same envelope id within
+//!   `DEDUP_WINDOW` records).
 //! - **Limits.** A scheduler holds at most [`SchedulerConfig::max_waiting`] entries not yet
 //!   due (default [`DEFAULT_MAX_WAITING`]); past that it reads no further until some are
 //!   appended, so an entry behind the limit that is due sooner is late (never early, never
@@ -53,6 +56,9 @@ pub(crate) use scheduler::SchedulerTask;
 pub const SCHEDULE_TOPIC: &str = "photon.schedule";
 /// The default name of the scheduler group.
 pub const SCHEDULER_GROUP: &str = "photon-scheduler";
+/// The most due events a scheduler appends with one append (one transaction on a store
+/// with atomic batches): a burst of due events costs a commit per batch, not per event.
+pub const APPEND_BATCH: usize = 256;
 /// The default number of entries a scheduler holds before their time.
 pub const DEFAULT_MAX_WAITING: usize = 100_000;
 

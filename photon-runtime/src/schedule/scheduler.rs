@@ -7,12 +7,15 @@
 //!   lease).
 //! - Waiting entries stay unacknowledged, so the group's position never passes an event
 //!   not yet appended: a scheduler that takes over reads every entry after it again.
-//! - After appending an event the scheduler writes a `done` mark for its entry and
-//!   acknowledges the entry. A scheduler that takes over appends nothing until it has read
-//!   the schedule up to the head it saw when its lease began, so every mark written before
-//!   then is known, and a marked entry is not appended twice. Only an event appended just
-//!   before its scheduler died and not yet marked is appended again (brokers drop the
-//!   repeat by envelope id within their window; SQL and mem stores deliver it twice).
+//! - The scheduler appends due events in batches, each event with a `done` mark for its
+//!   entry, then acknowledges the entries. On a store with atomic batches (mem, SQLite,
+//!   PostgreSQL) a batch's events and marks are stored in one transaction; on a broker the
+//!   marks are appended once every event of the batch is stored. A scheduler that takes
+//!   over appends nothing until it has read the schedule up to the head it saw when its
+//!   lease began, so every mark written before then is known, and a marked entry is not
+//!   appended twice. Only on a broker, events appended just before their scheduler died
+//!   and not yet marked are appended again (the broker's readers drop the repeats by
+//!   envelope id within their window).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -29,7 +32,7 @@ use photon_core::{
 };
 
 use super::entry::ScheduleEntry;
-use super::{Clock, SchedulerConfig};
+use super::{Clock, SchedulerConfig, APPEND_BATCH};
 use crate::shutdown::{StopSignal, StopSwitch};
 
 /// First wait before appending again after a failed append; doubled up to
@@ -115,6 +118,16 @@ impl SchedulerTask {
 struct Waiting {
     draft: RecordDraft,
     ack: Box<dyn Acknowledge>,
+}
+
+/// An entry taken out of the queue to be appended now.
+struct Due {
+    due_ms: i64,
+    /// The schedule record's seq.
+    seq: i64,
+    /// The schedule record's event id.
+    id: String,
+    waiting: Waiting,
 }
 
 /// A failed append and when to try again.
@@ -251,14 +264,82 @@ impl Scheduler {
         None
     }
 
-    /// Appends every entry due by now, soonest first, each followed by its `done` mark.
+    /// Appends every entry due by now, soonest first, in batches of at most
+    /// [`APPEND_BATCH`]: the events and then their `done` marks with one append (one
+    /// transaction on a port with atomic batches, so that no event is stored without its
+    /// mark).
     async fn append_due(&mut self) {
         let now = self.clock.now();
         if self.retry.as_ref().is_some_and(|retry| retry.at > now) {
             return;
         }
-        let now_ms = now.timestamp_millis();
-        while let Some(Reverse((due_ms, seq, id))) = self.queue.peek().cloned() {
+        loop {
+            let mut due = self.take_due(now.timestamp_millis());
+            if due.is_empty() {
+                return;
+            }
+            let events = due.len();
+            let drafts = due.iter().map(|due| due.waiting.draft.clone()).collect();
+            let stored = self.store.publish_drafts(drafts, self.marks(&due)).await;
+            let (stored, failure) = match stored {
+                Ok(appended) => (appended.len(), None),
+                Err(PhotonError::BatchIncomplete { stored, source, .. }) => {
+                    (stored.len(), Some(*source))
+                }
+                Err(err) => (0, Some(err)),
+            };
+            let not_stored = due.split_off(stored.min(events));
+            for appended in &due {
+                acknowledge(appended.waiting.ack.as_ref(), &self.topic).await;
+            }
+            match failure {
+                Some(err) if stored < events => {
+                    self.failed(&err, now);
+                    for entry in not_stored {
+                        self.queue
+                            .push(Reverse((entry.due_ms, entry.seq, entry.id.clone())));
+                        self.waiting.insert(entry.id, entry.waiting);
+                    }
+                    return;
+                }
+                Some(err) => tracing::warn!(
+                    topic = %self.topic,
+                    error = %err,
+                    "the scheduler could not mark appended events done: a scheduler taking \
+                     over before their entries are acknowledged appends them again"
+                ),
+                None => {}
+            }
+            self.retry = None;
+        }
+    }
+
+    /// The `done` marks of `due`, none when they cannot be encoded (with a warning: the
+    /// entries are still acknowledged once appended).
+    fn marks(&self, due: &[Due]) -> Vec<RecordDraft> {
+        let marks = due
+            .iter()
+            .map(|due| {
+                ScheduleEntry::Done {
+                    entry: due.id.clone(),
+                }
+                .draft(&self.topic)
+            })
+            .collect::<Result<Vec<RecordDraft>>>();
+        marks.unwrap_or_else(|err| {
+            tracing::warn!(topic = %self.topic, error = %err, "the scheduler cannot encode done marks");
+            Vec::new()
+        })
+    }
+
+    /// Takes out up to [`APPEND_BATCH`] entries due by `now_ms` under the current lease,
+    /// soonest first.
+    fn take_due(&mut self, now_ms: i64) -> Vec<Due> {
+        let mut due = Vec::new();
+        while due.len() < APPEND_BATCH {
+            let Some(Reverse((due_ms, seq, id))) = self.queue.peek().cloned() else {
+                break;
+            };
             if due_ms > now_ms {
                 break;
             }
@@ -267,35 +348,16 @@ impl Scheduler {
             let Some(waiting) = self.waiting.remove(&id) else {
                 continue;
             };
-            if !waiting.ack.current() {
-                continue;
+            if waiting.ack.current() {
+                due.push(Due {
+                    due_ms,
+                    seq,
+                    id,
+                    waiting,
+                });
             }
-            if let Err(err) = self.store.publish_draft(waiting.draft.clone()).await {
-                self.failed(&err, now);
-                self.waiting.insert(id.clone(), waiting);
-                self.queue.push(Reverse((due_ms, seq, id)));
-                return;
-            }
-            self.retry = None;
-            self.mark_done(id).await;
-            acknowledge(waiting.ack.as_ref(), &self.topic).await;
         }
-    }
-
-    /// Writes the `done` mark of the entry with event id `entry`.
-    async fn mark_done(&self, entry: String) {
-        let marked = match (ScheduleEntry::Done { entry }).draft(&self.topic) {
-            Ok(draft) => self.port.append(draft).await.map(drop),
-            Err(err) => Err(err),
-        };
-        if let Err(err) = marked {
-            tracing::warn!(
-                topic = %self.topic,
-                error = %err,
-                "the scheduler could not mark an appended event done: a scheduler taking over \
-                 before its entry is acknowledged appends it again"
-            );
-        }
+        due
     }
 
     fn failed(&mut self, err: &PhotonError, now: DateTime<Utc>) {
