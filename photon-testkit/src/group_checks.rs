@@ -57,21 +57,57 @@ pub(crate) fn zombie_starts(handled: &[Handling]) -> Vec<String> {
         .collect()
 }
 
-/// Pairs of handlings of one key by different runs at overlapping times. A handling ends at
-/// its `end`, or at its run's kill. An attempt in progress when its process was frozen is
-/// left out: it resumes after the freeze by design (its acknowledgement is refused).
-pub(crate) fn overlapping(
+/// How soon after its process was resumed a start is still taken for one whose lease
+/// check passed before the freeze.
+const RESUME_GRACE_NS: i64 = 250_000_000;
+
+/// `handled` without the attempts a freeze cut in two, which the documented exception
+/// covers (they run on after the freeze and their acknowledgements are refused): an
+/// attempt in progress when its process was frozen, and the first start its run logged
+/// within [`RESUME_GRACE_NS`] of being resumed. A member checks its lease and starts the
+/// attempt in one step, but a SIGSTOP between the check and the handler's first line
+/// shows that start only after the freeze. The zombie, overlap and repeat checks run on
+/// what is left.
+pub(crate) fn without_frozen_attempts(
     handled: &[Handling],
-    killed_at: &HashMap<(String, u32), i64>,
     freezes: &[((String, u32), i64, i64)],
-) -> Vec<String> {
+) -> Vec<Handling> {
+    let mut resumed_first: HashSet<usize> = HashSet::new();
+    for (run, from, to) in freezes {
+        // After `from`, not `to`: the time of the resume is taken once `kill -CONT`
+        // returned, and the resumed process may log its start before that.
+        let first = handled
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.run == *run && h.start >= *from)
+            .min_by_key(|(_, h)| h.start);
+        if let Some((index, h)) = first {
+            if h.start <= to + RESUME_GRACE_NS {
+                resumed_first.insert(index);
+            }
+        }
+    }
     let frozen_mid_attempt = |h: &Handling| {
         freezes.iter().any(|(run, from, _)| {
             *run == h.run && h.start < *from && h.end.is_none_or(|end| end > *from)
         })
     };
+    handled
+        .iter()
+        .enumerate()
+        .filter(|(index, h)| !resumed_first.contains(index) && !frozen_mid_attempt(h))
+        .map(|(_, h)| h.clone())
+        .collect()
+}
+
+/// Pairs of handlings of one key by different runs at overlapping times. A handling ends at
+/// its `end`, or at its run's kill. (Pass handlings [`without_frozen_attempts`].)
+pub(crate) fn overlapping(
+    handled: &[Handling],
+    killed_at: &HashMap<(String, u32), i64>,
+) -> Vec<String> {
     let mut by_key: HashMap<&str, Vec<(i64, i64, &Handling)>> = HashMap::new();
-    for h in handled.iter().filter(|h| !frozen_mid_attempt(h)) {
+    for h in handled {
         let end = h
             .end
             .or_else(|| killed_at.get(&h.run).copied())
@@ -234,6 +270,27 @@ mod tests {
             end: Some(end * MS),
             acked: true,
         }
+    }
+
+    #[test]
+    fn a_freeze_excuses_the_attempt_it_cut_and_the_first_start_after_it_only() {
+        // "a" is frozen from 100 to 2,000 ms; "b" is never frozen.
+        let freezes = [(("a".to_owned(), 0), 100 * MS, 2_000 * MS)];
+        let handled = [
+            handling("a", 0, 1, 0, 50),        // before the freeze: kept
+            handling("a", 0, 2, 90, 2_010),    // in progress at the freeze: left out
+            handling("a", 0, 3, 1_995, 2_020), // first start, logged before the resume's time: left out
+            handling("a", 0, 4, 2_030, 2_040), // a second start after the resume: kept
+            handling("b", 0, 5, 1_000, 1_010), // another run: kept
+        ];
+        let seqs: Vec<i64> = without_frozen_attempts(&handled, &freezes)
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        assert_eq!(seqs, [1, 4, 5]);
+        // A first start later than the grace after the resume is kept.
+        let late = [handling("a", 0, 6, 2_300, 2_310)];
+        assert_eq!(without_frozen_attempts(&late, &freezes).len(), 1);
     }
 
     #[test]

@@ -288,7 +288,7 @@ impl GroupProcesses {
         }
 
         let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
-        assert_eq!(overlapping(&handled, &killed_at, &[]), Vec::<String>::new());
+        assert_eq!(overlapping(&handled, &killed_at), Vec::<String>::new());
         assert_eq!(order_per_run(&handled), Vec::<String>::new());
 
         // Duplicates come only from ownership changes: an event handled again was first

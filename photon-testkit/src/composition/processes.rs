@@ -17,7 +17,8 @@
 //!   its key;
 //! - no attempt starts under a lease after a later lease of its partition began;
 //! - no key is handled by two members at overlapping times (an attempt in progress when its
-//!   process was frozen is the documented exception);
+//!   process was frozen, or whose lease check passed just before the freeze and whose start
+//!   shows just after it, is the documented exception; `group_checks::without_frozen_attempts`);
 //! - each owner run handles each key in seq order;
 //! - an event is handled again only under a later epoch of its partition;
 //! - no acknowledgement is accepted after a later lease of its partition began (raw stream);
@@ -36,7 +37,8 @@ use std::time::{Duration, Instant};
 use photon_core::group::partition_of;
 
 use crate::group_checks::{
-    order_per_run, overlapping, repeats_not_under_later_epochs, slow_takeovers, zombie_starts,
+    order_per_run, overlapping, repeats_not_under_later_epochs, slow_takeovers,
+    without_frozen_attempts, zombie_starts,
 };
 use crate::group_processes::{
     all_steps, handlings, now_ns, one_at_a_time, read_published_at, GroupProcesses, Handling, Plan,
@@ -457,10 +459,11 @@ impl GroupProcesses {
             ));
         }
         let killed_at: HashMap<(String, u32), i64> = kills.iter().cloned().collect();
-        findings.extend(zombie_starts(&handled));
-        findings.extend(overlapping(&handled, &killed_at, &freezes));
+        let checked = without_frozen_attempts(&handled, &freezes);
+        findings.extend(zombie_starts(&checked));
+        findings.extend(overlapping(&checked, &killed_at));
         findings.extend(order_per_run(&handled));
-        findings.extend(repeats_not_under_later_epochs(&handled));
+        findings.extend(repeats_not_under_later_epochs(&checked));
         if schedule.kind == MemberKind::Stream {
             findings.extend(late_acknowledgements(&handled));
         }
