@@ -248,13 +248,12 @@ pub(crate) async fn handler_member(
                     "{run} {} {} {key} {}",
                     ownership.partition, ownership.epoch, event.seq
                 );
-                log.lock()
-                    .unwrap()
-                    .line(&format!("start {what} {}", now_ns()));
+                // Timed before the log's lock: another handler may hold it through a sync.
+                let started = now_ns();
+                log.lock().unwrap().line(&format!("start {what} {started}"));
                 tokio::time::sleep(Duration::from_millis(handle_ms)).await;
-                log.lock()
-                    .unwrap()
-                    .line(&format!("end {what} {}", now_ns()));
+                let ended = now_ns();
+                log.lock().unwrap().line(&format!("end {what} {ended}"));
                 Ok::<(), PhotonError>(())
             }
         })
