@@ -175,22 +175,10 @@ impl EventStore {
         .await
     }
 
-    /// Appends a draft made earlier by [`EventStore::draft_injected`] (an event published
-    /// for later, appended when it is due), in a `photon.publish` span and counted as
-    /// [`EventStore::publish_with_headers`] counts.
-    ///
-    /// # Errors
-    /// The port's.
-    pub async fn publish_draft(&self, draft: RecordDraft) -> Result<Appended> {
-        let (topic, key) = (draft.topic_name.clone(), draft.topic_key.clone());
-        self.append_in_span(&topic, key.as_deref(), move || Ok(draft))
-            .await
-    }
-
     /// Builds the draft of a publish as [`EventStore::publish_with_headers`] does: the
     /// header injector adds its headers first (the trace context of the caller), then as
     /// [`EventStore::draft_with_headers`]. What an event published for later is stored as
-    /// until [`EventStore::publish_draft`] appends it.
+    /// until [`EventStore::publish_drafts`] appends it.
     ///
     /// # Errors
     /// As [`EventStore::draft_with_headers`].
