@@ -12,7 +12,8 @@
 # - State: a fresh directory $PHOTON_FLUVIO_STATE (default /tmp/photon-fluvio) holding the
 #   metadata, logs, pid files (sc.pid, spu.pid) and the SPU command line (spu.cmd), which
 #   tests use to restart the SPU.
-# - The SPU is registered by the project's example `fluvio_register_spu`.
+# - The SPU is registered by the project's example `fluvio_register_spu`, built in the
+#   profile $PHOTON_CARGO_PROFILE (default `ci`, the test suite's) with the suite's features.
 # - TLS: with $PHOTON_FLUVIO_TLS_DIR set, the SC's and the SPU's public endpoints (the two
 #   the client reaches) serve TLS with DIR/server.pem and DIR/server-key.pem and require a
 #   client certificate signed by DIR/ca.pem; each forwards to a plain endpoint on
@@ -29,6 +30,7 @@ SC_PORT=${PHOTON_FLUVIO_SC_PORT:-9003}
 TLS_DIR=${PHOTON_FLUVIO_TLS_DIR:-}
 TLS_DOMAIN=${PHOTON_FLUVIO_TLS_DOMAIN:-fluvio.local}
 HOST=127.0.0.1
+PROFILE=${PHOTON_CARGO_PROFILE:-ci}
 ENDPOINT="$HOST:$SC_PORT"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -94,8 +96,8 @@ CMD
     nohup bash "$STATE/spu.cmd" >>"$STATE/spu.log" 2>&1 </dev/null &
     echo $! >"$STATE/spu.pid"
     log "sc pid $(cat "$STATE/sc.pid"), spu pid $(cat "$STATE/spu.pid"), state $STATE"
-    if ! (cd "$ROOT" && cargo run -q -p photon-backend-fluvio --example fluvio_register_spu -- \
-        "$admin" 5001 "$HOST:$spu_public" "$HOST:$spu_private" >&2); then
+    if ! example fluvio_register_spu "$admin" 5001 "$HOST:$spu_public" "$HOST:$spu_private" >&2
+    then
         log "SPU did not come online; see $STATE/sc.log and $STATE/spu.log"
         stop
         exit 1
@@ -112,8 +114,19 @@ tls_certs() {
         return 0
     fi
     log "writing test certificates for $TLS_DOMAIN into $TLS_DIR"
-    (cd "$ROOT" && cargo run -q -p photon-backend-fluvio --example fluvio_tls_certs -- \
-        "$TLS_DIR" "$TLS_DOMAIN" >&2)
+    example fluvio_tls_certs "$TLS_DIR" "$TLS_DOMAIN" >&2
+}
+
+# Runs one of the project's examples, built with the test suite's profile and features
+# (README, "Developing"), so that after a test build it compiles nothing.
+example() {
+    local name=$1
+    shift
+    (cd "$ROOT" && cargo build -q --workspace --all-features --profile "$PROFILE" --example "$name")
+    local target
+    target=$(cd "$ROOT" && cargo metadata -q --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    "$target/$PROFILE/examples/$name" "$@"
 }
 
 stop() {

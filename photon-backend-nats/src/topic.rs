@@ -30,7 +30,8 @@ use tokio::sync::OnceCell;
 
 use crate::config::{NatsConfig, SHARDS_ENV};
 use crate::error::{storage, unavailable};
-use async_nats::jetstream::context::CreateStreamErrorKind;
+use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
+use async_nats::jetstream::ErrorCode;
 
 /// Start of the description of every topic stream; the shard count follows.
 const LAYOUT_MARK: &str = "photon layout: shards=";
@@ -357,23 +358,40 @@ impl Streams {
                     name: name.clone(),
                     ..config()
                 };
-                self.context
-                    .get_or_create_stream(config)
-                    .await
-                    .map(Arc::new)
-                    .map_err(|err| {
-                        let message = format!("cannot open stream {name}");
-                        // The server refused the stream (e.g. its subjects overlap another
-                        // stream's): asking again gets the same answer.
-                        if matches!(err.kind(), CreateStreamErrorKind::JetStream(_)) {
-                            storage(message, err)
-                        } else {
-                            unavailable(message, err)
-                        }
-                    })
+                let subjects = config.subjects.clone();
+                match self.context.get_or_create_stream(config).await {
+                    Ok(stream) => Ok(Arc::new(stream)),
+                    Err(err) if is_subject_overlap(&err) => {
+                        self.created_concurrently(&name, &subjects, err).await
+                    }
+                    Err(err) => Err(create_error(&name, err)),
+                }
             })
             .await?;
         Ok(stream.clone())
+    }
+
+    /// The stream another client created between this one's lookup and its create: JetStream
+    /// checks the name and then the subjects, so of two creates of one new stream, the second
+    /// can be refused for overlapping the first. Taken only when the stream of that name now
+    /// exists with exactly these subjects; a stream of another name claiming them is the
+    /// refusal it says it is.
+    async fn created_concurrently(
+        &self,
+        name: &str,
+        subjects: &[String],
+        refusal: CreateStreamError,
+    ) -> Result<Arc<stream::Stream>> {
+        match self.context.get_stream(name).await {
+            Ok(stream) if stream.cached_info().config.subjects == subjects => {
+                tracing::debug!(
+                    stream = name,
+                    "stream created concurrently by another client"
+                );
+                Ok(Arc::new(stream))
+            }
+            _ => Err(create_error(name, refusal)),
+        }
     }
 
     /// A handle on an existing stream, `None` when it does not exist.
@@ -421,6 +439,23 @@ impl Streams {
 
     pub(crate) fn context(&self) -> &jetstream::Context {
         &self.context
+    }
+}
+
+/// Whether the server refused a new stream because its subjects overlap another stream's.
+fn is_subject_overlap(err: &CreateStreamError) -> bool {
+    matches!(err.kind(), CreateStreamErrorKind::JetStream(refusal)
+        if refusal.error_code() == ErrorCode::STREAM_SUBJECT_OVERLAP)
+}
+
+/// The error of a stream that could not be opened: the server's refusal (asking again gets
+/// the same answer) is a storage error, anything else a retryable one.
+fn create_error(name: &str, err: CreateStreamError) -> PhotonError {
+    let message = format!("cannot open stream {name}");
+    if matches!(err.kind(), CreateStreamErrorKind::JetStream(_)) {
+        storage(message, err)
+    } else {
+        unavailable(message, err)
     }
 }
 
