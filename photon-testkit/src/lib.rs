@@ -19,6 +19,7 @@ mod capability;
 pub mod composition;
 mod context;
 pub mod crash;
+mod credentials;
 mod delayed_processes;
 mod group_checks;
 mod group_handlers;
@@ -45,9 +46,14 @@ pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 ///
 /// `$factory` is an expression evaluating to a future of `Option<F>` where
 /// `F: PortFactory`; `None` means the backend is absent and the test is skipped (or fails
-/// under `PHOTON_TEST_REQUIRE`, which the factory checks with [`skip_or_fail`]).
+/// under `PHOTON_TEST_REQUIRE`, which the factory checks with [`skip_or_fail`]). Besides the
+/// scenarios it adds a `composition` test; `conformance_tests!(scenarios: $factory)` adds
+/// the scenarios only (a second layout of a port, e.g. four shards, beside its main suite).
 #[macro_export]
 macro_rules! conformance_tests {
+    (scenarios: $factory:expr) => {
+        $crate::__photon_scenarios!(conformance_tests { @each $factory; });
+    };
     ($factory:expr) => {
         $crate::__photon_scenarios!(conformance_tests { @each $factory; });
 
