@@ -310,7 +310,8 @@ impl NatsStoragePortBuilder {
     ///
     /// # Errors
     /// [`PhotonError::Config`](photon_core::PhotonError::Config) for a refused value, [`PhotonError::Unavailable`](photon_core::PhotonError::Unavailable) when the
-    /// server cannot be reached.
+    /// server cannot be reached, [`PhotonError::Unauthorized`](photon_core::PhotonError::Unauthorized)
+    /// when it refuses the credentials.
     pub async fn build(self) -> Result<NatsStoragePort> {
         NatsStoragePort::connect(self.config()?).await
     }

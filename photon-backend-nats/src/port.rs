@@ -97,7 +97,8 @@ impl NatsStoragePort {
     /// [`PhotonError::Config`] for a value that cannot work ([`NatsConfig::validate`]), an
     /// unusable URL or credentials file,
     /// [`PhotonError::Unavailable`] naming the address when no server answered within
-    /// `connect_timeout`.
+    /// `connect_timeout`, [`PhotonError::Unauthorized`] naming the server and the user
+    /// (or credentials file) when it refused the credentials: at once, without retrying.
     pub async fn connect(config: NatsConfig) -> Result<Self> {
         config.validate()?;
         let client = connect_client(&config).await?;
@@ -207,6 +208,20 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
                 tokio::time::sleep(pause.min(remaining)).await;
                 pause = (pause * 2).min(Duration::from_secs(1));
             }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication
+                ) =>
+            {
+                return Err(PhotonError::unauthorized(
+                    LABEL,
+                    redact_url(&config.url),
+                    identity(config, &addresses),
+                    err.to_string(),
+                    err,
+                ));
+            }
             Err(err) => {
                 return Err(unavailable(
                     format!(
@@ -219,6 +234,21 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
             }
         }
     }
+}
+
+/// Who a connection presents itself as, for a refusal: the credentials file, the URL's
+/// user, the client certificate, or none; never a secret.
+fn identity(config: &NatsConfig, addresses: &[ServerAddr]) -> String {
+    if let Some(path) = &config.credentials_file {
+        return format!("the credentials file {}", path.display());
+    }
+    if let Some(user) = addresses.iter().find_map(ServerAddr::username) {
+        return format!("user {user:?}");
+    }
+    if let Some(cert) = &config.tls.cert_file {
+        return format!("the client certificate {}", cert.display());
+    }
+    "a connection without credentials".to_owned()
 }
 
 /// The client options of one connection attempt.

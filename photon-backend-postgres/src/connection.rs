@@ -14,13 +14,14 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use futures::future::BoxFuture;
 use photon_core::{PhotonError, Result};
+use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Connection, Socket};
 
 use crate::config::PostgresConfig;
-use crate::error::{describe, pg_error, LABEL};
+use crate::error::{describe, pg_error, pool_error, refused_credentials, LABEL};
 #[cfg(feature = "tls")]
 pub(crate) use crate::tls::{Connector, Stream};
 #[cfg(not(feature = "tls"))]
@@ -120,7 +121,60 @@ impl Server {
         self.connector
             .connect(&self.listener_config())
             .await
-            .map_err(|e| pg_error(&format!("connect to {}", self.shown), e))
+            .map_err(|e| self.connect_error(e))
+    }
+
+    /// A pooled connection's error when the port opens: refused credentials as
+    /// [`PhotonError::Unauthorized`] naming this server and its user, anything else as
+    /// [`pool_error`] reads it.
+    pub(crate) fn pool_connect_error(&self, what: &str, error: PoolError) -> PhotonError {
+        match error {
+            PoolError::Backend(backend) if refused_credentials(&backend) => self.refused(backend),
+            other => pool_error(what, other),
+        }
+    }
+
+    /// A direct connection's error: as [`Server::pool_connect_error`].
+    fn connect_error(&self, error: tokio_postgres::Error) -> PhotonError {
+        if refused_credentials(&error) {
+            return self.refused(error);
+        }
+        pg_error(&format!("connect to {}", self.shown), error)
+    }
+
+    /// The server refused this port's credentials.
+    fn refused(&self, error: tokio_postgres::Error) -> PhotonError {
+        let user = self.pg.get_user().unwrap_or_default();
+        PhotonError::unauthorized(
+            LABEL,
+            self.address(),
+            format!("user {user:?}"),
+            describe(&error),
+            error,
+        )
+    }
+
+    /// The server's hosts and ports, as `host:port` (or the socket directory), comma
+    /// separated.
+    fn address(&self) -> String {
+        let ports = self.pg.get_ports();
+        self.pg
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(index, host)| {
+                let port = ports
+                    .get(index)
+                    .or_else(|| ports.first())
+                    .copied()
+                    .unwrap_or(5432);
+                match host {
+                    Host::Tcp(name) => format!("{name}:{port}"),
+                    Host::Unix(directory) => format!("{}:{port}", directory.display()),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The listener's driver configuration: the port's, with TCP keepalive.

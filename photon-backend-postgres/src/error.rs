@@ -35,6 +35,15 @@ pub(crate) fn is_transient(error: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// Whether the server refused the credentials: a wrong password (28P01), or an identity
+/// it does not accept, such as an unknown role or a `pg_hba.conf` rule (28000).
+pub(crate) fn refused_credentials(error: &tokio_postgres::Error) -> bool {
+    error.code().is_some_and(|code| {
+        *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+    })
+}
+
 /// Whether a TLS certificate was refused (by the port, or by the server).
 fn refused_certificate(error: &tokio_postgres::Error) -> bool {
     #[cfg(feature = "tls")]
@@ -92,12 +101,13 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     text
 }
 
-/// No pooled connection could be had: retryable, unless a TLS certificate was refused
-/// (trying again cannot help).
+/// No pooled connection could be had: retryable when the server could not be reached or
+/// was busy, not when it refused the connection (refused credentials, a refused TLS
+/// certificate, a missing database: trying again cannot help).
 pub(crate) fn pool_error(what: &str, error: deadpool_postgres::PoolError) -> PhotonError {
     let (cause, transient) = match &error {
         deadpool_postgres::PoolError::Backend(backend) => {
-            (describe(backend), !refused_certificate(backend))
+            (describe(backend), is_transient(backend))
         }
         other => (other.to_string(), true),
     };

@@ -13,7 +13,7 @@ use photon_core::{CheckpointKey, Result};
 use tokio::sync::watch;
 
 use crate::config::{PostgresConfig, PostgresStoragePortBuilder};
-use crate::error::{pool_error, LABEL};
+use crate::error::LABEL;
 use crate::group::PostgresCoordination;
 use crate::lanes::{Across, Lanes};
 use crate::writer::Command;
@@ -106,6 +106,8 @@ impl PostgresStoragePort {
     /// [`PostgresConfig::validate`]) or a TLS certificate or key file that cannot be used
     /// (naming `sslrootcert`, `sslcert` or `sslkey` and the path),
     /// [`photon_core::PhotonError::Unavailable`] when the server cannot be reached,
+    /// [`photon_core::PhotonError::Unauthorized`] when it refuses the credentials (naming
+    /// the server and the user),
     /// [`photon_core::PhotonError::Storage`] when it refuses the schema or a TLS
     /// certificate is refused (the message names the cause).
     pub async fn open(config: PostgresConfig) -> Result<Self> {
@@ -116,7 +118,7 @@ impl PostgresStoragePort {
             let mut client = pool
                 .get()
                 .await
-                .map_err(|e| pool_error("connect to create the schema", e))?;
+                .map_err(|e| server.pool_connect_error("connect to create the schema", e))?;
             schema::migrate(&mut client, &config.schema).await?;
             connection::warn_unless_durable(&client).await;
         }

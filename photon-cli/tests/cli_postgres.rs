@@ -156,3 +156,40 @@ fn publish_tail_list_lag_and_move_checkpoints_on_postgres() {
     assert_eq!(back[0]["checkpoint"], json!(1), "{back:?}");
     assert_eq!(back[0]["previous"], json!(2), "{back:?}");
 }
+
+#[test]
+fn refused_credentials_exit_8_naming_the_user_not_the_password() {
+    if let Err(why) = execute("SELECT 1") {
+        return photon_testkit::skip_or_fail(
+            "postgres",
+            &format!("PostgreSQL at {}: {why}", url()),
+        );
+    }
+    let schema = Schema(format!(
+        "photon_cli_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    ));
+    let (scheme, rest) = url()
+        .split_once("://")
+        .map(|(s, r)| (s.to_owned(), r.to_owned()))
+        .unwrap();
+    let host = rest
+        .split_once('@')
+        .map_or(rest.clone(), |(_, after)| after.to_owned());
+    let refused = format!("{scheme}://photon_no_such_role:s3cret-never-shown@{host}");
+    let output = photon_cmd(&schema, &["topics", "-o", "json"])
+        .env("PHOTON_POSTGRES_URL", refused)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(8));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
+    assert_eq!(error["kind"], json!("unauthorized"));
+    assert_eq!(error["exit_code"], json!(8));
+    let message = error["error"].as_str().unwrap();
+    assert!(
+        message.contains("user \"photon_no_such_role\""),
+        "{message}"
+    );
+    assert!(!stderr.contains("s3cret-never-shown"), "{stderr}");
+}

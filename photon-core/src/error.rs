@@ -167,6 +167,24 @@ pub enum PhotonError {
         #[source]
         source: Option<BoxError>,
     },
+    /// The server refused the identity the port presented: a wrong password, an unknown
+    /// user, a refused client certificate or token. The same credentials get the same
+    /// answer, so this is never retryable. Names the server and the identity, never a
+    /// secret.
+    #[error("{backend} at {server} refused {identity}: {message}")]
+    Unauthorized {
+        /// Port label.
+        backend: &'static str,
+        /// The server as configured (its address; a URL without its password).
+        server: String,
+        /// Who the port presented itself as, e.g. `user "billing"`.
+        identity: String,
+        /// The server's reason.
+        message: String,
+        /// The adapter's error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// An event could not be opened. The stream that returned it continues; the error keeps
     /// the record's position, so that a durable consumer can acknowledge or dead-letter it
     /// (see [`PhotonError::position`]).
@@ -291,6 +309,24 @@ impl PhotonError {
     ) -> Self {
         Self::Storage {
             backend,
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// Refused credentials (see [`PhotonError::Unauthorized`]) with the adapter's error as
+    /// source.
+    pub fn unauthorized(
+        backend: &'static str,
+        server: impl Into<String>,
+        identity: impl Into<String>,
+        message: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Unauthorized {
+            backend,
+            server: server.into(),
+            identity: identity.into(),
             message: message.into(),
             source: Some(source.into()),
         }

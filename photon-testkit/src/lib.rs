@@ -37,6 +37,7 @@ pub use context::{
     assert_quiet, assert_undecodable, injection_failed, plain_draft, skip_or_fail, take_exact,
     Context, PortFactory, UndecodableRecord, DEADLINE, REQUIRE_ENV,
 };
+pub use credentials::assert_refused_credentials;
 pub use mem::MemFactory;
 pub use scenarios::{run_all, run_scenario, Scenario, ScenarioFn, SCENARIOS};
 

@@ -165,6 +165,8 @@ impl Drop for NatsFactory {
 pub struct OwnServer {
     pub port: u16,
     pub store: PathBuf,
+    /// Options after the defaults (e.g. `--user`, `--pass`).
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
@@ -173,7 +175,14 @@ pub const NATS_SERVER: &str = "/usr/sbin/nats-server";
 impl OwnServer {
     /// Starts a server, or `None` when the binary is missing.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with `extra` options after the defaults, or `None` when the binary
+    /// is missing.
+    pub fn start_with(extra: &[&str]) -> Option<Self> {
         let mut server = Self::reserve()?;
+        server.extra = extra.iter().map(|option| (*option).to_owned()).collect();
         server.restart();
         Some(server)
     }
@@ -194,6 +203,7 @@ impl OwnServer {
         Some(Self {
             port,
             store,
+            extra: Vec::new(),
             child: None,
         })
     }
@@ -223,6 +233,7 @@ impl OwnServer {
                 "-sd",
             ])
             .arg(&self.store)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

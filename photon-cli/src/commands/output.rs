@@ -44,7 +44,8 @@ Exit codes:
   4  backend unavailable (cannot connect, closed)
   5  bad configuration (a PHOTON_* variable, or the in-process backend for a command that needs a durable one)
   6  bad input (topic, key, JSON, size or depth limits)
-  7  not supported by this backend";
+  7  not supported by this backend
+  8  credentials refused by the server (wrong password, unknown user, refused certificate)";
 
 /// The exit code of a failed command.
 pub fn exit_code(err: &PhotonError) -> u8 {
@@ -58,6 +59,7 @@ pub fn exit_code(err: &PhotonError) -> u8 {
         | PhotonError::PayloadTooDeep { .. }
         | PhotonError::InvalidInput(_) => 6,
         PhotonError::Unsupported { .. } => 7,
+        PhotonError::Unauthorized { .. } => 8,
         _ => 1,
     }
 }
@@ -70,6 +72,7 @@ pub fn kind(err: &PhotonError) -> &'static str {
         5 => "config",
         6 => "invalid_input",
         7 => "unsupported",
+        8 => "unauthorized",
         _ => "failure",
     }
 }
