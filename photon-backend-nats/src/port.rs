@@ -192,7 +192,8 @@ async fn connect_client(config: &NatsConfig) -> Result<async_nats::Client> {
     loop {
         attempts += 1;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let options = connect_options(config, remaining.min(Duration::from_secs(5))).await?;
+        let options =
+            connect_options(config, &addresses, remaining.min(Duration::from_secs(5))).await?;
         match options.connect(addresses.clone()).await {
             Ok(client) => return Ok(client),
             // Only an unreachable server is waited for: refused credentials or a TLS
@@ -251,8 +252,14 @@ fn identity(config: &NatsConfig, addresses: &[ServerAddr]) -> String {
     "a connection without credentials".to_owned()
 }
 
-/// The client options of one connection attempt.
-async fn connect_options(config: &NatsConfig, attempt_timeout: Duration) -> Result<ConnectOptions> {
+/// The client options of one connection attempt. Credentials in the URL
+/// (`nats://user:password@host`, or `nats://token@host`) are sent as such: the client
+/// reads the address from the URL but not its credentials.
+async fn connect_options(
+    config: &NatsConfig,
+    addresses: &[ServerAddr],
+    attempt_timeout: Duration,
+) -> Result<ConnectOptions> {
     let mut options = ConnectOptions::new()
         .name("photon")
         .connection_timeout(attempt_timeout.max(Duration::from_millis(100)))
@@ -267,6 +274,13 @@ async fn connect_options(config: &NatsConfig, attempt_timeout: Duration) -> Resu
                 format!("a readable NATS credentials file ({err})"),
             )
         })?;
+    }
+    if let Some(address) = addresses.iter().find(|address| address.has_user_pass()) {
+        let user = address.username().unwrap_or_default().to_owned();
+        options = match address.password() {
+            Some(password) => options.user_and_password(user, password.to_owned()),
+            None => options.token(user),
+        };
     }
     if config.tls.required {
         options = options.require_tls(true);
