@@ -15,6 +15,7 @@
 //!   `PhotonError::BatchIncomplete` holding them.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_nats::jetstream::context::{PublishAckFuture, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
@@ -28,6 +29,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::codec::{self, photon_seq};
 use crate::error::{storage, unavailable};
 use crate::port::NatsStoragePort;
+
+/// Attempts of a publish whose stream the server does not serve (yet): pauses of 20, 40,
+/// 80 and 160 ms between them.
+const STREAM_NOT_FOUND_ATTEMPTS: u32 = 5;
 
 /// Publish bookkeeping of one port.
 #[derive(Debug)]
@@ -89,12 +94,18 @@ impl NatsStoragePort {
             }
             match pending.await {
                 Ok(ack) => return Ok(self.appended(&ack, outgoing.shard)),
-                // The stream was deleted behind our back (or JetStream is restarting):
-                // open it again once, then report.
-                Err(err) if err.kind() == PublishErrorKind::StreamNotFound && attempt == 1 => {
+                // The stream was deleted behind our back, JetStream is restarting, or
+                // another client is still creating it (its name is known before its
+                // subjects are served): open it again after a short pause, a few times
+                // (the draft's id makes a repeat a no-op), then report.
+                Err(err)
+                    if err.kind() == PublishErrorKind::StreamNotFound
+                        && attempt < STREAM_NOT_FOUND_ATTEMPTS =>
+                {
                     self.inner
                         .streams
                         .forget(&names.stream_name(&draft.topic_name, outgoing.shard));
+                    tokio::time::sleep(Duration::from_millis(10 << attempt)).await;
                 }
                 Err(err) => return Err(publish_error(&draft, err.kind(), err)),
             }
