@@ -327,8 +327,10 @@ mod tests {
 
     #[test]
     fn the_configuration_page_holds_the_settings_table() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        let page = std::path::Path::new(
+            &std::env::var("CARGO_MANIFEST_DIR").expect("set by the test runner"),
+        )
+        .join("../docs/configuration.md");
         photon_core::config::assert_documented(&page, &FluvioConfig::settings());
     }
 

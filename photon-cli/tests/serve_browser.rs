@@ -240,7 +240,8 @@ async fn the_page_shows_lag_and_replays_a_dead_letter_until_handled() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     std::fs::write(screenshot_path("serve.png"), &png).unwrap();
     if std::env::var("PHOTON_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
-        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/serve.png");
+        let docs = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by the test runner"))
+            .join("../docs/serve.png");
         std::fs::write(docs, &png).unwrap();
     }
     client.close().await.unwrap();
